@@ -1,0 +1,165 @@
+// The GPU backend: every op of gpu(i) is queued on that device's stream (cuda/device.hpp) and
+// returns at once; synchronize() waits and reports a failed kernel with the last op queued.
+#include <string>
+
+#include "cuda/blas.hpp"
+#include "cuda/check.hpp"
+#include "cuda/device.hpp"
+#include "cuda/device_guard.hpp"
+#include "cuda/kernels.hpp"
+#include "cuda/memory.hpp"
+#include "cuda/random.hpp"
+
+namespace mx {
+namespace {
+
+using cuda::Device;
+using cuda::DeviceGuard;
+
+// Makes ctx's device current for the scope and names the op for error reports.
+class OnDevice {
+ public:
+  OnDevice(Context ctx, const char* op) : dev_(cuda::device(ctx.device_id())), guard_(ctx.device_id()) {
+    dev_.set_last_op(op);
+  }
+  Device& device() const { return dev_; }
+  cudaStream_t stream() const { return dev_.stream(); }
+
+ private:
+  Device& dev_;
+  DeviceGuard guard_;
+};
+
+class GpuBackend final : public Backend {
+ public:
+  void* allocate(Context ctx, std::size_t bytes) override { return cuda::device_allocate(ctx.device_id(), bytes); }
+  void deallocate(Context ctx, void* ptr, std::size_t) noexcept override { cuda::device_free(ctx.device_id(), ptr); }
+  MemoryStats memory_stats(Context ctx) override { return cuda::device_memory_stats(ctx.device_id()); }
+  void empty_cache(Context ctx) override { cuda::device_empty_cache(ctx.device_id()); }
+
+  void copy(Context ctx, void* dst, const void* src, std::size_t bytes) override {
+    OnDevice on(ctx, "copy");
+    NDG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, on.stream()));
+  }
+
+  void copy_2d(Context ctx, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+               std::size_t width, std::size_t height) override {
+    OnDevice on(ctx, "copy_2d");
+    NDG_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDeviceToDevice,
+                                     on.stream()));
+  }
+
+  void copy_across(Context dst_ctx, void* dst, Context src_ctx, const void* src, std::size_t bytes) override {
+    if (bytes == 0) return;
+    if (dst_ctx.is_cpu()) {  // device -> host: wait, so that the host can read at once
+      OnDevice on(src_ctx, "copyto");
+      NDG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, on.stream()));
+      synchronize(src_ctx);
+    } else if (src_ctx.is_cpu()) {
+      // host -> device: wait too (as PyTorch's blocking copy does), so that the host array may be
+      // changed or freed as soon as copyto returns.
+      OnDevice on(dst_ctx, "copyto");
+      NDG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, on.stream()));
+      synchronize(dst_ctx);
+    } else if (src_ctx == dst_ctx) {
+      copy(dst_ctx, dst, src, bytes);
+    } else {
+      copy_peer(dst_ctx.device_id(), dst, src_ctx.device_id(), src, bytes);
+    }
+  }
+
+  void fill(Context ctx, DType dt, void* out, std::int64_t n, double value) override {
+    OnDevice on(ctx, "fill");
+    cuda::fill(on.stream(), dt, out, n, value);
+  }
+  void cast(Context ctx, DType from, const void* in, DType to, void* out, std::int64_t n) override {
+    OnDevice on(ctx, "astype");
+    cuda::cast(on.stream(), from, in, to, out, n);
+  }
+  void binary(Context ctx, BinaryOp op, DType dt, const BroadcastIndex& index, const void* a, const void* b,
+              void* out) override {
+    OnDevice on(ctx, op_name(op));
+    cuda::binary(on.stream(), op, dt, index, a, b, out);
+  }
+  void binary_scalar(Context ctx, BinaryOp op, DType dt, const void* a, double scalar, bool scalar_first,
+                     void* out, std::int64_t n) override {
+    OnDevice on(ctx, op_name(op));
+    cuda::binary_scalar(on.stream(), op, dt, a, scalar, scalar_first, out, n);
+  }
+  void unary(Context ctx, UnaryOp op, DType dt, const void* in, void* out, std::int64_t n) override {
+    OnDevice on(ctx, op_name(op));
+    cuda::unary(on.stream(), op, dt, in, out, n);
+  }
+  void gather(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) override {
+    OnDevice on(ctx, "transpose");
+    cuda::gather(on.stream(), dt, index, in, out);
+  }
+  void reduce(Context ctx, ReduceOp op, DType dt, const void* in, void* out, ReduceShape shape) override {
+    OnDevice on(ctx, op_name(op));
+    const std::size_t scratch_bytes = cuda::reduce_scratch_bytes(on.device().multiprocessors(), shape);
+    void* scratch = scratch_bytes ? cuda::device_allocate(ctx.device_id(), scratch_bytes) : nullptr;
+    cuda::reduce(on.stream(), on.device().multiprocessors(), op, dt, in, out, shape, scratch);
+    if (scratch) cuda::device_free(ctx.device_id(), scratch);  // stream-ordered after the kernels
+  }
+  void gemm(Context ctx, DType dt, const GemmArgs& args, const void* a, const void* b, void* c) override {
+    OnDevice on(ctx, "dot");
+    cuda::gemm(ctx.device_id(), dt, args, a, b, c);
+  }
+  void random_uniform(Context ctx, DType dt, void* out, std::int64_t n, double low, double high) override {
+    OnDevice on(ctx, "random.uniform");
+    cuda::random_uniform(ctx.device_id(), dt, out, n, low, high);
+  }
+  void random_normal(Context ctx, DType dt, void* out, std::int64_t n, double loc, double scale) override {
+    OnDevice on(ctx, "random.normal");
+    cuda::random_normal(ctx.device_id(), dt, out, n, loc, scale);
+  }
+
+  void synchronize(Context ctx) override {
+    Device& dev = cuda::device(ctx.device_id());
+    const cudaError_t status = cudaStreamSynchronize(dev.stream());
+    if (status != cudaSuccess) {
+      throw DeviceError(ctx.str() + ": a queued GPU operation failed (last op queued: '" + dev.last_op() +
+                        "'): " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+    }
+  }
+
+ private:
+  // gpu(src) -> gpu(dst), ordered after the work queued on both devices so far, and before the
+  // work queued on dst afterwards. The copy runs on the source stream, over NVLink/P2P when the
+  // pair allows it (cudaMemcpyPeerAsync stages through the host otherwise).
+  void copy_peer(int dst_id, void* dst, int src_id, const void* src, std::size_t bytes) {
+    cuda::enable_peer_access(src_id, dst_id);
+    Device& src_dev = cuda::device(src_id);
+    Device& dst_dev = cuda::device(dst_id);
+    src_dev.set_last_op("copyto");
+    dst_dev.set_last_op("copyto");
+    wait_for(src_dev, dst_dev);  // dst's earlier work (its allocation, readers of old data)
+    {
+      DeviceGuard guard(src_id);
+      NDG_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_id, src, src_id, bytes, src_dev.stream()));
+    }
+    wait_for(dst_dev, src_dev);  // dst's later work sees the copied data
+  }
+
+  // Makes `waiter`'s stream wait for the work queued so far on `done`'s stream.
+  static void wait_for(Device& waiter, Device& done) {
+    cudaEvent_t event = nullptr;
+    {
+      DeviceGuard guard(done.id());
+      NDG_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+      NDG_CUDA_CHECK(cudaEventRecord(event, done.stream()));
+    }
+    DeviceGuard guard(waiter.id());
+    NDG_CUDA_CHECK(cudaStreamWaitEvent(waiter.stream(), event, 0));
+    NDG_CUDA_CHECK(cudaEventDestroy(event));  // released once it has completed
+  }
+};
+
+}  // namespace
+
+Backend* gpu_backend() {
+  static GpuBackend instance;
+  return &instance;
+}
+
+}  // namespace mx

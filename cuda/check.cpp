@@ -1,0 +1,45 @@
+#include "cuda/check.hpp"
+
+#include <string>
+
+#include "context/error.hpp"
+
+namespace mx::cuda {
+
+namespace {
+std::string device_suffix() {
+  int device = -1;
+  return cudaGetDevice(&device) == cudaSuccess ? " on gpu(" + std::to_string(device) + ")" : "";
+}
+}  // namespace
+
+void check(cudaError_t status, const char* call) {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();  // clear a non-sticky error so that the process can go on
+  std::string message = std::string(call) + " failed" + device_suffix() + ": " + cudaGetErrorName(status) +
+                        " (" + cudaGetErrorString(status) + ")";
+  if (status == cudaErrorMemoryAllocation) throw OutOfMemory(message);
+  throw DeviceError(message);
+}
+
+void check(cublasStatus_t status, const char* call) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw DeviceError(std::string(call) + " failed" + device_suffix() + ": " + cublasGetStatusName(status) +
+                    " (" + cublasGetStatusString(status) + ")");
+}
+
+void check(curandStatus_t status, const char* call) {
+  if (status == CURAND_STATUS_SUCCESS) return;
+  throw DeviceError(std::string(call) + " failed" + device_suffix() + ": curandStatus " +
+                    std::to_string(static_cast<int>(status)));
+}
+
+void check_launch(const char* op) {
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) {
+    throw DeviceError(std::string("kernel launch for '") + op + "' failed" + device_suffix() + ": " +
+                      cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+  }
+}
+
+}  // namespace mx::cuda

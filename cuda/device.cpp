@@ -1,0 +1,94 @@
+#include "cuda/device.hpp"
+
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "context/device.hpp"
+#include "cuda/check.hpp"
+#include "cuda/device_guard.hpp"
+#include "ndarray/random.hpp"
+
+namespace mx::cuda {
+
+Device::Device(int id) : id_(id) {
+  NDG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  NDG_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool_, id));
+  // Keep freed blocks cached in the pool instead of returning them at every synchronisation.
+  std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
+  NDG_CUDA_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold));
+  NDG_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, id));
+}
+
+cublasHandle_t Device::cublas() {
+  std::call_once(cublas_once_, [this] {
+    NDG_CUDA_CHECK(cublasCreate(&cublas_));
+    NDG_CUDA_CHECK(cublasSetStream(cublas_, stream_));
+  });
+  return cublas_;
+}
+
+curandGenerator_t Device::curand() {
+  std::lock_guard lock(curand_mutex_);
+  if (!curand_) {
+    NDG_CUDA_CHECK(curandCreateGenerator(&curand_, CURAND_RNG_PSEUDO_DEFAULT));
+    NDG_CUDA_CHECK(curandSetStream(curand_, stream_));
+  }
+  if (curand_generation_ != mx::random::seed_generation()) {
+    NDG_CUDA_CHECK(curandSetPseudoRandomGeneratorSeed(curand_, mx::random::current_seed()));
+    NDG_CUDA_CHECK(curandSetGeneratorOffset(curand_, 0));
+    curand_generation_ = mx::random::seed_generation();
+  }
+  return curand_;
+}
+
+namespace {
+
+struct Devices {
+  std::vector<std::once_flag> once;
+  std::vector<Device*> states;
+  std::vector<std::once_flag> peer_once;
+  std::vector<char> peer_ok;
+  explicit Devices(int n)
+      : once(static_cast<std::size_t>(n)), states(static_cast<std::size_t>(n), nullptr),
+        peer_once(static_cast<std::size_t>(n * n)), peer_ok(static_cast<std::size_t>(n * n), 0) {}
+};
+
+Devices& devices() {
+  static Devices* all = new Devices(num_gpus());  // intentionally never destroyed (see header)
+  return *all;
+}
+
+}  // namespace
+
+Device& device(int id) {
+  Devices& all = devices();
+  std::call_once(all.once[static_cast<std::size_t>(id)], [&] {
+    DeviceGuard guard(id);
+    all.states[static_cast<std::size_t>(id)] = new Device(id);
+  });
+  return *all.states[static_cast<std::size_t>(id)];
+}
+
+bool enable_peer_access(int src, int dst) {
+  if (src == dst) return true;
+  Devices& all = devices();
+  const auto pair = static_cast<std::size_t>(src * num_gpus() + dst);
+  std::call_once(all.peer_once[pair], [&] {
+    int can_access = 0, can_access_back = 0;
+    NDG_CUDA_CHECK(cudaDeviceCanAccessPeer(&can_access, src, dst));
+    NDG_CUDA_CHECK(cudaDeviceCanAccessPeer(&can_access_back, dst, src));
+    if (!can_access || !can_access_back) return;
+    for (auto [from, to] : {std::pair{src, dst}, std::pair{dst, src}}) {
+      DeviceGuard guard(from);
+      const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
+      if (status == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
+      else NDG_CUDA_CHECK(status);
+    }
+    all.peer_ok[pair] = 1;
+    all.peer_ok[static_cast<std::size_t>(dst * num_gpus() + src)] = 1;
+  });
+  return all.peer_ok[pair] != 0;
+}
+
+}  // namespace mx::cuda

@@ -1,0 +1,53 @@
+#pragma once
+// Per-GPU state: the stream every op of that GPU is queued on, its memory pool, and the cuBLAS and
+// cuRAND handles, created on first use. The states live until the process ends (never destroyed:
+// destroying CUDA objects during static destruction races the runtime's own teardown).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <curand.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+namespace mx::cuda {
+
+class Device {
+ public:
+  explicit Device(int id);  // call with gpu(id) current
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  int id() const { return id_; }
+  cudaStream_t stream() const { return stream_; }
+  cudaMemPool_t pool() const { return pool_; }
+  int multiprocessors() const { return multiprocessors_; }
+
+  cublasHandle_t cublas();     // bound to stream()
+  curandGenerator_t curand();  // bound to stream(), reseeded when mx::random::seed was called
+
+  // The last op queued, named in the error when a queued kernel fails.
+  void set_last_op(const char* op) { last_op_.store(op, std::memory_order_relaxed); }
+  const char* last_op() const { return last_op_.load(std::memory_order_relaxed); }
+
+ private:
+  int id_;
+  cudaStream_t stream_ = nullptr;
+  cudaMemPool_t pool_ = nullptr;
+  int multiprocessors_ = 0;
+  std::once_flag cublas_once_;
+  cublasHandle_t cublas_ = nullptr;
+  std::mutex curand_mutex_;
+  curandGenerator_t curand_ = nullptr;
+  std::uint64_t curand_generation_ = ~std::uint64_t{0};
+  std::atomic<const char*> last_op_{"(none)"};
+};
+
+// The state of gpu(id), created on first use. Callers make gpu(id) current with a DeviceGuard.
+Device& device(int id);
+
+// Lets gpu(src) and gpu(dst) access each other's memory directly (NVLink/PCIe P2P) when the
+// hardware allows; returns whether they can. Done once per pair.
+bool enable_peer_access(int src, int dst);
+
+}  // namespace mx::cuda

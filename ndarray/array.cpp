@@ -1,0 +1,209 @@
+#include "ndarray/array.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "ndarray/backend.hpp"
+#include "ndarray/checks.hpp"
+#include "ndarray/creation.hpp"
+#include "ndarray/elementwise.hpp"
+#include "ndarray/manipulation.hpp"
+#include "ndarray/reduce.hpp"
+
+namespace mx::nd {
+
+namespace {
+
+std::size_t byte_size(const Shape& shape, DType dtype) {
+  for (auto d : shape) {
+    if (d < 0) throw ShapeError("negative extent in shape " + shape.tuple_str());
+  }
+  // At least one byte, so that empty arrays still own distinct storage.
+  return std::max<std::size_t>(1, static_cast<std::size_t>(shape.size()) * dtype_size(dtype));
+}
+
+}  // namespace
+
+NDArray::NDArray(const Shape& shape, Context ctx, DType dtype)
+    : storage_(std::make_shared<Storage>(ctx, byte_size(shape, dtype))), shape_(shape), dtype_(dtype) {}
+
+Context NDArray::context() const { return storage_ ? storage_->context() : current_context(); }
+
+bool NDArray::is(const NDArray& other) const {
+  return storage_ == other.storage_ && offset_ == other.offset_ && shape_ == other.shape_ &&
+         dtype_ == other.dtype_;
+}
+
+void* NDArray::data() const { return static_cast<char*>(storage_->data()) + offset_; }
+
+NDArray NDArray::copyto(Context ctx) const {
+  detail::check_not_none("copyto", *this);
+  NDArray out(shape_, ctx, dtype_);
+  copyto(out);
+  return out;
+}
+
+NDArray NDArray::copyto(NDArray& dst) const {
+  detail::check_not_none("copyto", *this);
+  detail::check_not_none("copyto", dst);
+  if (dst.shape_ != shape_ || dst.dtype_ != dtype_) {
+    throw ShapeError("copyto: destination " + detail::describe(dst) + " does not match source " +
+                     detail::describe(*this) + "; shapes and dtypes must be equal");
+  }
+  if (!is(dst)) {
+    copy_across(dst.context(), dst.data(), context(), data(),
+                static_cast<std::size_t>(size()) * dtype_size(dtype_));
+  }
+  return dst;
+}
+
+NDArray NDArray::copy() const { return copyto(context()); }
+
+NDArray NDArray::as_in_context(Context ctx) const {
+  detail::check_not_none("as_in_context", *this);
+  return ctx == context() ? *this : copyto(ctx);
+}
+
+NDArray NDArray::astype(DType dtype) const {
+  detail::check_not_none("astype", *this);
+  if (dtype == dtype_) return copy();
+  NDArray out(shape_, context(), dtype);
+  backend(context()).cast(context(), dtype_, data(), dtype, out.data(), size());
+  return out;
+}
+
+NDArray NDArray::reshape(const Shape& shape) const {
+  detail::check_not_none("reshape", *this);
+  std::vector<std::int64_t> dims(shape.begin(), shape.end());
+  int unknown = -1;
+  std::int64_t known = 1;
+  for (int d = 0; d < shape.ndim(); ++d) {
+    if (dims[static_cast<std::size_t>(d)] == -1 && unknown < 0) {
+      unknown = d;
+    } else if (dims[static_cast<std::size_t>(d)] < 0) {
+      throw ShapeError("reshape: bad target shape " + shape.tuple_str() +
+                       " (at most one -1, other extents >= 0)");
+    } else {
+      known *= dims[static_cast<std::size_t>(d)];
+    }
+  }
+  if (unknown >= 0 && known > 0 && size() % known == 0) dims[static_cast<std::size_t>(unknown)] = size() / known;
+  Shape target(dims);
+  if ((unknown >= 0 && (known == 0 || size() % known != 0)) || target.size() != size()) {
+    throw ShapeError("reshape: cannot reshape array of shape " + shape_.tuple_str() + " (" +
+                     std::to_string(size()) + " elements) into shape " + shape.tuple_str());
+  }
+  NDArray view = *this;
+  view.shape_ = target;
+  return view;
+}
+
+NDArray NDArray::slice(std::int64_t begin, std::int64_t end) const {
+  detail::check_not_none("slice", *this);
+  if (ndim() == 0) throw IndexError("slice: cannot slice a 0-dimensional array");
+  const std::int64_t n = shape_[0];
+  if (begin < 0) begin += n;
+  if (end < 0) end += n;
+  if (begin < 0 || end > n || begin > end) {
+    throw IndexError("slice: range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                     ") is out of range for axis 0 of shape " + shape_.tuple_str());
+  }
+  NDArray view = *this;
+  view.shape_[0] = end - begin;
+  view.offset_ += static_cast<std::size_t>(begin * (size() / std::max<std::int64_t>(n, 1))) *
+                  dtype_size(dtype_);
+  return view;
+}
+
+NDArray NDArray::operator[](std::int64_t i) const {
+  detail::check_not_none("operator[]", *this);
+  if (ndim() == 0) throw IndexError("operator[]: cannot index a 0-dimensional array");
+  const std::int64_t n = shape_[0];
+  if (i < -n || i >= n) {
+    throw IndexError("operator[]: index " + std::to_string(i) + " is out of range for axis 0 of shape " +
+                     shape_.tuple_str());
+  }
+  NDArray row = slice(i < 0 ? i + n : i, (i < 0 ? i + n : i) + 1);
+  if (ndim() == 1) return row;  // shape (1,), as MXNet 1.x
+  return row.reshape(Shape(std::vector<std::int64_t>(shape_.begin() + 1, shape_.end())));
+}
+
+NDArray NDArray::T() const { return transpose(); }
+
+NDArray NDArray::transpose(const std::vector<int>& axes) const { return nd::transpose(*this, axes); }
+
+NDArray NDArray::flatten() const {
+  detail::check_not_none("flatten", *this);
+  if (ndim() == 0) return reshape({1, 1});
+  return reshape({shape_[0], shape_[0] == 0 ? 0 : size() / shape_[0]});
+}
+
+NDArray NDArray::sum(std::optional<int> axis, bool keepdims) const { return nd::sum(*this, axis, keepdims); }
+NDArray NDArray::mean(std::optional<int> axis, bool keepdims) const { return nd::mean(*this, axis, keepdims); }
+NDArray NDArray::max(std::optional<int> axis, bool keepdims) const { return nd::max(*this, axis, keepdims); }
+NDArray NDArray::min(std::optional<int> axis, bool keepdims) const { return nd::min(*this, axis, keepdims); }
+NDArray NDArray::argmax(std::optional<int> axis, bool keepdims) const { return nd::argmax(*this, axis, keepdims); }
+NDArray NDArray::argmin(std::optional<int> axis, bool keepdims) const { return nd::argmin(*this, axis, keepdims); }
+NDArray NDArray::norm() const { return nd::norm(*this); }
+
+NDArray NDArray::exp() const { return nd::exp(*this); }
+NDArray NDArray::log() const { return nd::log(*this); }
+NDArray NDArray::sqrt() const { return nd::sqrt(*this); }
+NDArray NDArray::abs() const { return nd::abs(*this); }
+NDArray NDArray::square() const { return nd::square(*this); }
+NDArray NDArray::relu() const { return nd::relu(*this); }
+NDArray NDArray::sigmoid() const { return nd::sigmoid(*this); }
+NDArray NDArray::tanh() const { return nd::tanh(*this); }
+
+namespace {
+
+// a op= b: b broadcasts to a's shape and the result is written into a's storage.
+void update_in_place(BinaryOp op, NDArray& a, const NDArray& b) {
+  const char* name = op_name(op);
+  detail::check_same_context(name, a, b);
+  detail::check_same_dtype(name, a, b);
+  const Shape out = broadcast_shapes(name, a.shape(), b.shape());
+  if (out != a.shape()) {
+    throw ShapeError(std::string(name) + " (in place): rhs " + detail::describe(b) +
+                     " would broadcast lhs " + detail::describe(a) + " to " + out.tuple_str() +
+                     "; an in-place result must keep the lhs shape");
+  }
+  backend(a.context()).binary(a.context(), op, a.dtype(), make_broadcast_index(out, a.shape(), b.shape()),
+                              a.data(), b.data(), a.data());
+}
+
+void update_in_place(BinaryOp op, NDArray& a, double b) {
+  detail::check_not_none(op_name(op), a);
+  backend(a.context()).binary_scalar(a.context(), op, a.dtype(), a.data(), b, false, a.data(), a.size());
+}
+
+}  // namespace
+
+NDArray& NDArray::operator+=(const NDArray& rhs) { update_in_place(BinaryOp::add, *this, rhs); return *this; }
+NDArray& NDArray::operator-=(const NDArray& rhs) { update_in_place(BinaryOp::subtract, *this, rhs); return *this; }
+NDArray& NDArray::operator*=(const NDArray& rhs) { update_in_place(BinaryOp::multiply, *this, rhs); return *this; }
+NDArray& NDArray::operator/=(const NDArray& rhs) { update_in_place(BinaryOp::divide, *this, rhs); return *this; }
+NDArray& NDArray::operator+=(double rhs) { update_in_place(BinaryOp::add, *this, rhs); return *this; }
+NDArray& NDArray::operator-=(double rhs) { update_in_place(BinaryOp::subtract, *this, rhs); return *this; }
+NDArray& NDArray::operator*=(double rhs) { update_in_place(BinaryOp::multiply, *this, rhs); return *this; }
+NDArray& NDArray::operator/=(double rhs) { update_in_place(BinaryOp::divide, *this, rhs); return *this; }
+
+NDArray& NDArray::fill(double value) {
+  detail::check_not_none("fill", *this);
+  backend(context()).fill(context(), dtype_, data(), size(), value);
+  return *this;
+}
+
+void NDArray::wait_to_read() const {
+  if (!is_none()) backend(context()).synchronize(context());
+}
+
+void NDArray::copy_to_host(void* dst, DType as) const {
+  detail::check_not_none("asnumpy", *this);
+  const NDArray source = as == dtype_ ? *this : astype(as);
+  const std::size_t bytes = static_cast<std::size_t>(size()) * dtype_size(as);
+  copy_across(cpu(0), dst, context(), source.data(), bytes);
+}
+
+}  // namespace mx::nd

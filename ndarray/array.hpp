@@ -1,0 +1,130 @@
+#pragma once
+// mx::nd::NDArray: a handle to an n-dimensional array on a context (cpu(0) or gpu(i)).
+//
+// A copy of the handle shares the storage, as in Python; copy() and copyto() are deep copies.
+// reshape, operator[], slice and T() of a 1-D array are views of the same storage.
+// GPU work is queued and returns at once; reading the values (asscalar, asxtensor, printing,
+// wait_to_read) waits for it.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+
+#include "context/context.hpp"
+#include "ndarray/dtype.hpp"
+#include "ndarray/shape.hpp"
+#include "ndarray/storage.hpp"
+
+namespace mx::nd {
+
+class NDArray {
+ public:
+  NDArray() = default;  // a null handle: is_none() is true
+  // Uninitialised storage of the given shape (nd::empty).
+  explicit NDArray(const Shape& shape, Context ctx = current_context(), DType dtype = DType::float32);
+
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  Context context() const;
+  int ndim() const { return shape_.ndim(); }
+  std::int64_t size() const { return shape_.size(); }
+  bool is_none() const { return storage_ == nullptr; }
+  // Same storage, offset, shape and dtype: the same array (Python's `is`).
+  bool is(const NDArray& other) const;
+
+  // Deep copies. copyto(ctx) always allocates; copyto(dst) writes into dst (same shape and dtype,
+  // any context) and returns dst; as_in_context returns *this when already on ctx.
+  NDArray copyto(Context ctx) const;
+  NDArray copyto(NDArray& dst) const;
+  NDArray copy() const;
+  NDArray as_in_context(Context ctx) const;
+  NDArray astype(DType dtype) const;
+
+  // Views of the same storage. reshape takes at most one -1; x[i] and slice index the first axis
+  // (x[i] of a 1-D array has shape (1,), as in MXNet 1.x).
+  NDArray reshape(const Shape& shape) const;
+  NDArray operator[](std::int64_t i) const;
+  NDArray slice(std::int64_t begin, std::int64_t end) const;
+  // Reversed axes (a view when at most one axis has extent > 1, else a transposed copy).
+  NDArray T() const;
+  NDArray transpose(const std::vector<int>& axes = {}) const;
+  NDArray flatten() const;  // (d0, d1, ...) -> (d0, d1 * ...)
+
+  // Reductions over every element (result shape (1,)) or along an axis.
+  NDArray sum(std::optional<int> axis = {}, bool keepdims = false) const;
+  NDArray mean(std::optional<int> axis = {}, bool keepdims = false) const;
+  NDArray max(std::optional<int> axis = {}, bool keepdims = false) const;
+  NDArray min(std::optional<int> axis = {}, bool keepdims = false) const;
+  NDArray argmax(std::optional<int> axis = {}, bool keepdims = false) const;
+  NDArray argmin(std::optional<int> axis = {}, bool keepdims = false) const;
+  NDArray norm() const;  // L2 norm of all elements, shape (1,)
+
+  // Elementwise, as methods (x.exp() like MXNet's NDArray methods).
+  NDArray exp() const;
+  NDArray log() const;
+  NDArray sqrt() const;
+  NDArray abs() const;
+  NDArray square() const;
+  NDArray relu() const;
+  NDArray sigmoid() const;
+  NDArray tanh() const;
+
+  // In place: write into this array's storage, seen by every handle that shares it.
+  NDArray& operator+=(const NDArray& rhs);
+  NDArray& operator-=(const NDArray& rhs);
+  NDArray& operator*=(const NDArray& rhs);
+  NDArray& operator/=(const NDArray& rhs);
+  NDArray& operator+=(double rhs);
+  NDArray& operator-=(double rhs);
+  NDArray& operator*=(double rhs);
+  NDArray& operator/=(double rhs);
+  NDArray& fill(double value);  // every element = value (x[:] = value)
+
+  // Host access: waits for queued work, then copies to the host (converting to T).
+  template <class T> T asscalar() const;
+  template <class T = float> std::vector<T> asvector() const;
+  template <class T = float> xt::xarray<T> asxtensor() const;
+  void wait_to_read() const;
+
+  // The first element's address on the array's context (for backends and interop).
+  void* data() const;
+
+ private:
+  // Copies the elements to host memory as dtype `as` (converting if needed).
+  void copy_to_host(void* dst, DType as) const;
+
+  std::shared_ptr<Storage> storage_;
+  Shape shape_;
+  DType dtype_ = DType::float32;
+  std::size_t offset_ = 0;  // bytes from the start of storage_
+};
+
+template <class T>
+T NDArray::asscalar() const {
+  if (size() != 1) {
+    throw ShapeError("asscalar: the array must have exactly one element, but its shape is " +
+                     shape_.tuple_str());
+  }
+  T value;
+  copy_to_host(&value, dtype_of<T>);
+  return value;
+}
+
+template <class T>
+std::vector<T> NDArray::asvector() const {
+  std::vector<T> values(static_cast<std::size_t>(size()));
+  copy_to_host(values.data(), dtype_of<T>);
+  return values;
+}
+
+template <class T>
+xt::xarray<T> NDArray::asxtensor() const {
+  std::vector<std::size_t> dims(shape_.begin(), shape_.end());
+  xt::xarray<T> out(dims);
+  copy_to_host(out.data(), dtype_of<T>);
+  return out;
+}
+
+}  // namespace mx::nd

@@ -1,0 +1,96 @@
+#pragma once
+// The backend interface: what a device must provide for NDArray to run on it. The CPU backend
+// lives in ndarray/cpu_backend.*; cuda/ implements the GPU one and gpu_backend() returns it.
+// Pointers are raw element pointers already offset to the array's first element; all arrays
+// are contiguous. Work may be queued asynchronously; synchronize() waits for it.
+#include <cstddef>
+#include <cstdint>
+
+#include "context/context.hpp"
+#include "ndarray/dtype.hpp"
+#include "ndarray/op_kinds.hpp"
+#include "ndarray/strided_index.hpp"
+
+namespace mx {
+
+struct MemoryStats {
+  std::size_t allocated = 0;  // bytes held by live arrays
+  std::size_t reserved = 0;   // bytes held by the allocator, allocated + cached
+};
+
+// A matrix product in row-major terms: c (m, n) = alpha * op(a) · op(b) + beta * c, where op(a) is
+// (m, k) and op(b) is (k, n); trans_a means a is stored (k, m), trans_b that b is stored (n, k).
+struct GemmArgs {
+  bool trans_a = false, trans_b = false;
+  std::int64_t m = 0, n = 0, k = 0;
+  double alpha = 1.0, beta = 0.0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual void* allocate(Context ctx, std::size_t bytes) = 0;
+  virtual void deallocate(Context ctx, void* ptr, std::size_t bytes) noexcept = 0;
+  virtual MemoryStats memory_stats(Context ctx) = 0;
+  virtual void empty_cache(Context ctx) = 0;
+
+  // Copy within ctx, and 2-D strided copy (rows of width bytes) for concat and axis slicing.
+  virtual void copy(Context ctx, void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_2d(Context ctx, void* dst, std::size_t dst_pitch, const void* src,
+                       std::size_t src_pitch, std::size_t width, std::size_t height) = 0;
+
+  // Copy between contexts (host<->device, device<->device); the GPU backend handles every pair
+  // that involves a GPU. When it returns, dst is readable on the CPU or ordered on dst's stream.
+  virtual void copy_across(Context dst_ctx, void* dst, Context src_ctx, const void* src,
+                           std::size_t bytes) = 0;
+
+  virtual void fill(Context ctx, DType dt, void* out, std::int64_t n, double value) = 0;
+  virtual void cast(Context ctx, DType from, const void* in, DType to, void* out, std::int64_t n) = 0;
+  virtual void binary(Context ctx, BinaryOp op, DType dt, const BroadcastIndex& index,
+                      const void* a, const void* b, void* out) = 0;
+  // out = op(a, scalar), or op(scalar, a) when scalar_first.
+  virtual void binary_scalar(Context ctx, BinaryOp op, DType dt, const void* a, double scalar,
+                             bool scalar_first, void* out, std::int64_t n) = 0;
+  virtual void unary(Context ctx, UnaryOp op, DType dt, const void* in, void* out, std::int64_t n) = 0;
+  // out[i] = in[index(i)]: transpose and broadcast_to.
+  virtual void gather(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) = 0;
+  // out (outer, inner); for argmax/argmin out is float32 positions, as in MXNet.
+  virtual void reduce(Context ctx, ReduceOp op, DType dt, const void* in, void* out, ReduceShape shape) = 0;
+  virtual void gemm(Context ctx, DType dt, const GemmArgs& args, const void* a, const void* b, void* c) = 0;
+  // Uniform in (low, high] / normal; seeded from mx::random::seed (see ndarray/random.hpp).
+  virtual void random_uniform(Context ctx, DType dt, void* out, std::int64_t n, double low, double high) = 0;
+  virtual void random_normal(Context ctx, DType dt, void* out, std::int64_t n, double loc, double scale) = 0;
+
+  // Waits for queued work on ctx; reports a failed kernel as mx::DeviceError.
+  virtual void synchronize(Context ctx) = 0;
+};
+
+// The backend for ctx, after check_context(ctx).
+Backend& backend(Context ctx);
+
+// The CPU backend (always there).
+Backend& cpu_backend();
+
+// The GPU backend, or nullptr in a CPU-only build.
+Backend* gpu_backend();
+
+// Copies bytes between any two contexts through the backend that can (the GPU one when a GPU is
+// involved).
+void copy_across(Context dst_ctx, void* dst, Context src_ctx, const void* src, std::size_t bytes);
+
+// Waits for every GPU's queued work.
+void synchronize_all();
+
+// Pinned host memory for CPU arrays when a GPU is present (fast host<->device copies), or
+// nullptr when not applicable. cuda/ provides it; a CPU-only build returns nullptr.
+struct HostAllocator {
+  virtual ~HostAllocator() = default;
+  virtual void* allocate(std::size_t bytes) = 0;  // nullptr if it declines
+  virtual bool deallocate(void* ptr, std::size_t bytes) noexcept = 0;  // false if not its pointer
+  virtual std::size_t cached_bytes() const = 0;
+  virtual void empty_cache() = 0;
+};
+HostAllocator* pinned_host_allocator();
+
+}  // namespace mx

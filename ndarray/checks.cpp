@@ -1,0 +1,51 @@
+#include "ndarray/checks.hpp"
+
+namespace mx::nd::detail {
+
+std::string describe(const NDArray& x) {
+  if (x.is_none()) return "(none)";
+  return x.shape().tuple_str() + " " + dtype_name(x.dtype()) + " @" + x.context().str();
+}
+
+void check_not_none(const char* op, const NDArray& x) {
+  if (x.is_none()) throw ValueError(std::string(op) + ": the array is empty (a default-constructed NDArray)");
+}
+
+void check_same_context(const char* op, const NDArray& a, const NDArray& b) {
+  check_not_none(op, a);
+  check_not_none(op, b);
+  if (a.context() != b.context()) {
+    throw ContextMismatch(std::string(op) + ": operands are on different contexts: lhs " +
+                          describe(a) + ", rhs " + describe(b) +
+                          ". Move one first, e.g. rhs.copyto(" + a.context().str() +
+                          ") or rhs.as_in_context(" + a.context().str() + ")");
+  }
+}
+
+void check_same_context(const char* op, const std::vector<NDArray>& arrays) {
+  for (std::size_t i = 1; i < arrays.size(); ++i) {
+    check_not_none(op, arrays[i]);
+    if (arrays[i].context() != arrays[0].context()) {
+      throw ContextMismatch(std::string(op) + ": operands are on different contexts: operand 0 " +
+                            describe(arrays[0]) + ", operand " + std::to_string(i) + " " +
+                            describe(arrays[i]) + ". Move them first with copyto(" +
+                            arrays[0].context().str() + ") or as_in_context(...)");
+    }
+  }
+}
+
+void check_same_dtype(const char* op, const NDArray& a, const NDArray& b) {
+  if (a.dtype() != b.dtype()) {
+    throw DTypeError(std::string(op) + ": operands have different dtypes: lhs " + describe(a) +
+                     ", rhs " + describe(b) + ". Convert one with astype(...)");
+  }
+}
+
+void check_floating(const char* op, const NDArray& x) {
+  if (!is_floating(x.dtype())) {
+    throw DTypeError(std::string(op) + " supports float32 and float64, not " + dtype_name(x.dtype()) +
+                     " (operand " + describe(x) + "); convert with astype(mx::DType::float32)");
+  }
+}
+
+}  // namespace mx::nd::detail

@@ -1,0 +1,20 @@
+#pragma once
+// Argument checks shared by the op front ends. Each throws the typed mx::Error whose message
+// names the op and the operands' shapes, dtypes and contexts.
+#include <string>
+#include <vector>
+
+#include "ndarray/array.hpp"
+
+namespace mx::nd::detail {
+
+// "(2, 3) float32 @gpu(0)"
+std::string describe(const NDArray& x);
+
+void check_not_none(const char* op, const NDArray& x);
+void check_same_context(const char* op, const NDArray& a, const NDArray& b);
+void check_same_context(const char* op, const std::vector<NDArray>& arrays);
+void check_same_dtype(const char* op, const NDArray& a, const NDArray& b);
+void check_floating(const char* op, const NDArray& x);
+
+}  // namespace mx::nd::detail

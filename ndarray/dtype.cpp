@@ -1,0 +1,16 @@
+#include "ndarray/dtype.hpp"
+
+namespace mx {
+
+const char* dtype_name(DType dt) {
+  switch (dt) {
+    case DType::float32: return "float32";
+    case DType::float64: return "float64";
+    case DType::int32: return "int32";
+    case DType::int64: return "int64";
+    case DType::uint8: return "uint8";
+  }
+  return "unknown";
+}
+
+}  // namespace mx

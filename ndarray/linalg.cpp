@@ -1,0 +1,45 @@
+#include "ndarray/linalg.hpp"
+
+#include "ndarray/backend.hpp"
+#include "ndarray/checks.hpp"
+
+namespace mx::nd {
+
+NDArray dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose_b) {
+  detail::check_same_context("dot", a, b);
+  detail::check_same_dtype("dot", a, b);
+  detail::check_floating("dot", a);
+  if (a.ndim() < 1 || a.ndim() > 2 || b.ndim() < 1 || b.ndim() > 2 ||
+      ((transpose_a && a.ndim() != 2) || (transpose_b && b.ndim() != 2))) {
+    throw ShapeError("dot: supports 1-D and 2-D operands (transposes of 2-D only), got lhs " +
+                     detail::describe(a) + ", rhs " + detail::describe(b));
+  }
+  // Treat a vector lhs as (1, k) and a vector rhs as (k, 1).
+  const std::int64_t a_rows = a.ndim() == 2 ? a.shape()[0] : 1;
+  const std::int64_t a_cols = a.ndim() == 2 ? a.shape()[1] : a.shape()[0];
+  const std::int64_t b_rows = b.ndim() == 2 ? b.shape()[0] : b.shape()[0];
+  const std::int64_t b_cols = b.ndim() == 2 ? b.shape()[1] : 1;
+  GemmArgs args;
+  args.trans_a = transpose_a;
+  args.trans_b = transpose_b;
+  args.m = transpose_a ? a_cols : a_rows;
+  args.k = transpose_a ? a_rows : a_cols;
+  args.n = transpose_b ? b_rows : b_cols;
+  const std::int64_t k_b = transpose_b ? b_cols : b_rows;
+  if (args.k != k_b) {
+    throw ShapeError("dot: inner dimensions do not match: lhs " + detail::describe(a) +
+                     (transpose_a ? " (transposed)" : "") + " has " + std::to_string(args.k) +
+                     ", rhs " + detail::describe(b) + (transpose_b ? " (transposed)" : "") + " has " +
+                     std::to_string(k_b));
+  }
+  std::vector<std::int64_t> out_dims;
+  if (a.ndim() == 2) out_dims.push_back(args.m);
+  if (b.ndim() == 2) out_dims.push_back(args.n);
+  if (out_dims.empty()) out_dims.push_back(1);
+  NDArray out(Shape(out_dims), a.context(), a.dtype());
+  if (args.k == 0) return out.fill(0.0);
+  backend(a.context()).gemm(a.context(), a.dtype(), args, a.data(), b.data(), out.data());
+  return out;
+}
+
+}  // namespace mx::nd

@@ -1,0 +1,137 @@
+#include "ndarray/manipulation.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "ndarray/backend.hpp"
+#include "ndarray/checks.hpp"
+
+namespace mx::nd {
+
+namespace {
+
+std::string axes_str(const std::vector<int>& axes) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < axes.size(); ++i) out += (i ? ", " : "") + std::to_string(axes[i]);
+  return out + ")";
+}
+
+// Bytes of one element times the product of extents from `axis` on.
+std::size_t row_bytes(const NDArray& x, int axis) {
+  std::int64_t n = 1;
+  for (int d = axis; d < x.ndim(); ++d) n *= x.shape()[d];
+  return static_cast<std::size_t>(n) * dtype_size(x.dtype());
+}
+
+std::int64_t outer_count(const Shape& shape, int axis) {
+  std::int64_t n = 1;
+  for (int d = 0; d < axis; ++d) n *= shape[d];
+  return n;
+}
+
+}  // namespace
+
+NDArray transpose(const NDArray& x, const std::vector<int>& axes_in) {
+  detail::check_not_none("transpose", x);
+  std::vector<int> axes = axes_in;
+  if (axes.empty()) {
+    axes.resize(static_cast<std::size_t>(x.ndim()));
+    std::iota(axes.rbegin(), axes.rend(), 0);
+  }
+  std::vector<int> sorted = axes;
+  for (auto& a : sorted) a = a < 0 ? a + x.ndim() : a;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int> identity(static_cast<std::size_t>(x.ndim()));
+  std::iota(identity.begin(), identity.end(), 0);
+  if (sorted != identity) {
+    throw ShapeError("transpose: axes " + axes_str(axes_in) + " are not a permutation of the " +
+                     std::to_string(x.ndim()) + " axes of " + detail::describe(x));
+  }
+  std::vector<std::int64_t> out_dims;
+  std::vector<std::int64_t> moved;  // extents > 1, in output order, as input axis numbers
+  std::vector<int> kept;
+  for (int a : axes) {
+    a = a < 0 ? a + x.ndim() : a;
+    out_dims.push_back(x.shape()[a]);
+    if (x.shape()[a] > 1) kept.push_back(a);
+  }
+  // When the axes of extent > 1 keep their order, the data layout does not change: a view.
+  if (std::is_sorted(kept.begin(), kept.end())) return x.reshape(Shape(out_dims));
+  NDArray out(Shape(out_dims), x.context(), x.dtype());
+  std::vector<int> normalized = axes;
+  for (auto& a : normalized) a = a < 0 ? a + x.ndim() : a;
+  backend(x.context()).gather(x.context(), x.dtype(), make_transpose_index(x.shape(), normalized),
+                              x.data(), out.data());
+  return out;
+}
+
+NDArray broadcast_to(const NDArray& x, const Shape& shape) {
+  detail::check_not_none("broadcast_to", x);
+  if (broadcast_shapes("broadcast_to", x.shape(), shape) != shape) {
+    throw ShapeError("broadcast_to: " + detail::describe(x) + " cannot be broadcast to " + shape.tuple_str());
+  }
+  NDArray out(shape, x.context(), x.dtype());
+  backend(x.context()).gather(x.context(), x.dtype(), make_broadcast_to_index(shape, x.shape()), x.data(),
+                              out.data());
+  return out;
+}
+
+NDArray concat(const std::vector<NDArray>& arrays, int axis) {
+  if (arrays.empty()) throw ValueError("concat: needs at least one array");
+  const NDArray& first = arrays[0];
+  detail::check_same_context("concat", arrays);
+  const int a = normalize_axis("concat", axis, first.shape());
+  std::vector<std::int64_t> out_dims(first.shape().begin(), first.shape().end());
+  out_dims[static_cast<std::size_t>(a)] = 0;
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    const NDArray& x = arrays[i];
+    detail::check_same_dtype("concat", first, x);
+    bool fits = x.ndim() == first.ndim();
+    for (int d = 0; fits && d < x.ndim(); ++d) fits = d == a || x.shape()[d] == first.shape()[d];
+    if (!fits) {
+      throw ShapeError("concat: operand " + std::to_string(i) + " " + detail::describe(x) +
+                       " does not match operand 0 " + detail::describe(first) +
+                       " outside axis " + std::to_string(axis));
+    }
+    out_dims[static_cast<std::size_t>(a)] += x.shape()[a];
+  }
+  NDArray out(Shape(out_dims), first.context(), first.dtype());
+  const std::size_t out_pitch = row_bytes(out, a);
+  const std::size_t height = static_cast<std::size_t>(outer_count(out.shape(), a));
+  std::size_t column = 0;
+  for (const NDArray& x : arrays) {
+    const std::size_t width = row_bytes(x, a);
+    if (width > 0 && height > 0) {
+      backend(out.context()).copy_2d(out.context(), static_cast<char*>(out.data()) + column, out_pitch,
+                                     x.data(), width, width, height);
+    }
+    column += width;
+  }
+  return out;
+}
+
+NDArray slice_axis(const NDArray& x, int axis, std::int64_t begin, std::int64_t end) {
+  detail::check_not_none("slice_axis", x);
+  const int a = normalize_axis("slice_axis", axis, x.shape());
+  const std::int64_t n = x.shape()[a];
+  if (begin < 0) begin += n;
+  if (end < 0) end += n;
+  if (begin < 0 || end > n || begin > end) {
+    throw IndexError("slice_axis: range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                     ") is out of range for axis " + std::to_string(axis) + " of " + detail::describe(x));
+  }
+  std::vector<std::int64_t> out_dims(x.shape().begin(), x.shape().end());
+  out_dims[static_cast<std::size_t>(a)] = end - begin;
+  NDArray out(Shape(out_dims), x.context(), x.dtype());
+  const std::size_t src_pitch = row_bytes(x, a);
+  const std::size_t width = row_bytes(out, a);
+  const std::size_t height = static_cast<std::size_t>(outer_count(x.shape(), a));
+  const std::size_t start = static_cast<std::size_t>(begin) * (n ? src_pitch / static_cast<std::size_t>(n) : 0);
+  if (width > 0 && height > 0) {
+    backend(x.context()).copy_2d(x.context(), out.data(), width, static_cast<char*>(x.data()) + start,
+                                 src_pitch, width, height);
+  }
+  return out;
+}
+
+}  // namespace mx::nd

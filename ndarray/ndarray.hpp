@@ -1,0 +1,21 @@
+#pragma once
+// Everything a user of mx::nd needs: #include <ndarray/ndarray.hpp>.
+#include "context/context.hpp"
+#include "context/device.hpp"
+#include "context/error.hpp"
+#include "ndarray/array.hpp"
+#include "ndarray/creation.hpp"
+#include "ndarray/elementwise.hpp"
+#include "ndarray/linalg.hpp"
+#include "ndarray/manipulation.hpp"
+#include "ndarray/memory.hpp"
+#include "ndarray/print.hpp"
+#include "ndarray/random.hpp"
+#include "ndarray/reduce.hpp"
+
+namespace mx::nd {
+
+// Waits for all queued work on every context; reports a failed kernel as mx::DeviceError.
+void waitall();
+
+}  // namespace mx::nd

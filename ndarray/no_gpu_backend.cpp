@@ -1,0 +1,10 @@
+// A CPU-only build (-Dcuda=disabled) has no GPU backend and no pinned host memory.
+// check_context() refuses gpu(i) before either is asked for.
+#include "ndarray/backend.hpp"
+
+namespace mx {
+
+Backend* gpu_backend() { return nullptr; }
+HostAllocator* pinned_host_allocator() { return nullptr; }
+
+}  // namespace mx

@@ -1,0 +1,33 @@
+#pragma once
+// OpTable: a constexpr table [op][dtype] of pointers to Kernel<op, T>::run, so that backends
+// dispatch by indexing instead of switching over ops and dtypes.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "ndarray/dtype.hpp"
+
+namespace mx {
+
+inline constexpr std::size_t kNumDTypes = 5;  // the DType enumerators, in order
+
+template <class Enum, template <Enum, class> class Kernel, class Fn>
+struct OpTable {
+  template <Enum op>
+  static constexpr std::array<Fn, kNumDTypes> row() {
+    return {&Kernel<op, float>::run, &Kernel<op, double>::run, &Kernel<op, std::int32_t>::run,
+            &Kernel<op, std::int64_t>::run, &Kernel<op, std::uint8_t>::run};
+  }
+  template <std::size_t... O>
+  static constexpr auto build(std::index_sequence<O...>) {
+    return std::array<std::array<Fn, kNumDTypes>, sizeof...(O)>{row<static_cast<Enum>(O)>()...};
+  }
+  static constexpr auto table = build(std::make_index_sequence<static_cast<std::size_t>(Enum::count)>{});
+
+  static Fn get(Enum op, DType dt) {
+    return table[static_cast<std::size_t>(op)][static_cast<std::size_t>(dt)];
+  }
+};
+
+}  // namespace mx

@@ -1,0 +1,27 @@
+#pragma once
+// Random numbers, generated on the array's context: cuRAND on a GPU; on cpu(0) cuRAND's host
+// generator in a CUDA build, so that one seed and call order give bit-identical uniform values on
+// cpu(0) and every GPU. A CPU-only build uses its own generator (same API, other values).
+#include "ndarray/array.hpp"
+
+namespace mx::random {
+
+// Seeds every context's generator; the next draws start the sequence anew.
+void seed(std::uint64_t seed);
+
+// The seed in force and how many times seed() was called (generators reseed when it changes).
+std::uint64_t current_seed();
+std::uint64_t seed_generation();
+
+}  // namespace mx::random
+
+namespace mx::nd::random {
+
+// Uniform on (low, high], as cuRAND draws (0, 1]; normal with mean loc and deviation scale.
+// float32 or float64; other dtypes throw mx::DTypeError.
+NDArray uniform(double low = 0.0, double high = 1.0, const Shape& shape = {1},
+                Context ctx = current_context(), DType dtype = DType::float32);
+NDArray normal(double loc = 0.0, double scale = 1.0, const Shape& shape = {1},
+               Context ctx = current_context(), DType dtype = DType::float32);
+
+}  // namespace mx::nd::random

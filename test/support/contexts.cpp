@@ -1,0 +1,31 @@
+#include "test/support/contexts.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ndg_test {
+
+std::vector<mx::Context> all_contexts() {
+  std::vector<mx::Context> contexts{mx::cpu()};
+  for (int i = 0; i < mx::num_gpus(); ++i) contexts.push_back(mx::gpu(i));
+  return contexts;
+}
+
+boost::test_tools::assertion_result needs_gpus::operator()(boost::unit_test::test_unit_id) const {
+  const int found = mx::num_gpus();
+  boost::test_tools::assertion_result result(found >= count);
+  result.message() << "needs " << count << " GPU" << (count == 1 ? "" : "s") << ", found " << found;
+  return result;
+}
+
+double relative_error(const std::vector<double>& a, const std::vector<double>& b) {
+  double diff = 0, ref = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    diff += (a[i] - b[i]) * (a[i] - b[i]);
+    ref += b[i] * b[i];
+  }
+  if (a.size() != b.size()) return INFINITY;
+  return std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30);
+}
+
+}  // namespace ndg_test

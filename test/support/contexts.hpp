@@ -1,0 +1,50 @@
+#pragma once
+// Test fixtures over contexts: every numeric test runs on cpu(0) and on each visible GPU.
+#include <string>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+
+#include "context/context.hpp"
+#include "context/device.hpp"
+
+namespace ndg_test {
+
+// cpu(0) followed by every visible GPU.
+std::vector<mx::Context> all_contexts();
+
+// Precondition for cases that need n GPUs; its message says how many were found.
+struct needs_gpus {
+  int count;
+  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const;
+};
+
+// Runs body(ctx) for every context in all_contexts(), naming the context in failure messages.
+template <class Body>
+void for_each_context(Body&& body) {
+  for (mx::Context ctx : all_contexts()) {
+    BOOST_TEST_CONTEXT("on " << ctx.str()) { body(ctx); }
+  }
+}
+
+// Relative L2 distance ‖a − b‖ / max(‖b‖, tiny): the comparison of GPU results against CPU ones.
+double relative_error(const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace ndg_test
+
+// Checks that `statement` throws `type` and that its message contains every string in `parts`.
+#define NDG_CHECK_THROWS_WITH(statement, type, ...)                                          \
+  do {                                                                                        \
+    bool ndg_thrown = false;                                                                  \
+    try {                                                                                     \
+      statement;                                                                              \
+    } catch (const type& ndg_error) {                                                         \
+      ndg_thrown = true;                                                                      \
+      const std::string ndg_message = ndg_error.what();                                       \
+      for (const std::string& ndg_part : std::vector<std::string>{__VA_ARGS__}) {             \
+        BOOST_TEST(ndg_message.find(ndg_part) != std::string::npos,                           \
+                   "message \"" << ndg_message << "\" lacks \"" << ndg_part << "\"");         \
+      }                                                                                       \
+    }                                                                                         \
+    BOOST_TEST(ndg_thrown, #statement " did not throw " #type);                               \
+  } while (0)

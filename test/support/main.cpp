@@ -1,0 +1,39 @@
+// main() of every ndgluon test program. It runs Boost.Test, then
+// - exits 77 when every case was skipped (meson test shows SKIP), e.g. GPU suites without a GPU;
+// - appends "name passed failed skipped" to $NDG_TEST_COUNTS when set, which .ci/run sums into
+//   its closing line "N passed, N failed, N skipped".
+#define BOOST_TEST_NO_MAIN
+#define BOOST_TEST_ALTERNATIVE_INIT_API
+#ifdef NDG_BOOST_TEST_HEADER_ONLY
+#include <boost/test/included/unit_test.hpp>
+#else
+#include <boost/test/unit_test.hpp>
+#endif
+#include <boost/test/results_collector.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+namespace {
+bool init_suite() {
+  boost::unit_test::framework::master_test_suite().p_name.value = NDG_TEST_SUITE;
+  return true;
+}
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  const int status = boost::unit_test::unit_test_main(&init_suite, argc, argv);
+  const auto& results =
+      boost::unit_test::results_collector.results(boost::unit_test::framework::master_test_suite().p_id);
+  const auto passed = results.p_test_cases_passed.get();
+  const auto failed = results.p_test_cases_failed.get() + results.p_test_cases_aborted.get();
+  const auto skipped = results.p_test_cases_skipped.get();
+  if (const char* path = std::getenv("NDG_TEST_COUNTS")) {
+    std::ofstream(path, std::ios::app) << NDG_TEST_SUITE << ' ' << passed << ' ' << failed << ' ' << skipped << '\n';
+  }
+  std::printf("%s: %lu passed, %lu failed, %lu skipped\n", NDG_TEST_SUITE, static_cast<unsigned long>(passed),
+              static_cast<unsigned long>(failed), static_cast<unsigned long>(skipped));
+  if (status == 0 && passed == 0 && failed == 0 && skipped > 0) return 77;
+  return status;
+}
