@@ -45,7 +45,7 @@ template <UnaryOp op> struct Unary;
     }                                                          \
   }
 NDG_UNARY(negative, static_cast<T>(-x));
-NDG_UNARY(abs, static_cast<T>(x < T(0) ? -x : x));
+NDG_UNARY(abs, static_cast<T>(std::is_unsigned_v<T> || !(x < T(0)) ? x : -x));
 NDG_UNARY(square, static_cast<T>(x * x));
 NDG_UNARY(sqrt, static_cast<T>(std::sqrt(M(x))));
 NDG_UNARY(exp, static_cast<T>(std::exp(M(x))));
@@ -55,7 +55,7 @@ NDG_UNARY(sigmoid, static_cast<T>(M(1) / (M(1) + std::exp(-M(x)))));
 NDG_UNARY(tanh, static_cast<T>(std::tanh(M(x))));
 // log(1 + exp(x)), without overflow for large x.
 NDG_UNARY(softrelu, static_cast<T>(M(x) > M(20) ? M(x) : std::log1p(std::exp(M(x)))));
-NDG_UNARY(sign, static_cast<T>((x > T(0)) - (x < T(0))));
+NDG_UNARY(sign, static_cast<T>(int(x > T(0)) - int(!std::is_unsigned_v<T> && x < T(0))));
 #undef NDG_UNARY
 
 // x * scale + shift with one rounding (fused multiply-add on host and device alike), so that

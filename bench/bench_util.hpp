@@ -1,0 +1,81 @@
+#pragma once
+// Timing and reporting helpers shared by the benchmark programs.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+// Median seconds per call of fn() over `trials` trials of `reps` calls each, after one warm-up
+// trial. `sync` waits for queued GPU work and runs before every clock read.
+template <class Fn, class Sync>
+double median_seconds(Fn&& fn, Sync&& sync, int reps, int trials = 5) {
+  std::vector<double> times;
+  for (int t = 0; t <= trials; ++t) {
+    sync();
+    const auto start = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) fn();
+    sync();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps;
+    if (t > 0) times.push_back(s);  // trial 0 warms up
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// Runs `python3 SCRIPT ARGS` and reads lines "case seconds" (the PyTorch peer). Empty when python3
+// or torch is missing.
+inline std::map<std::string, double> run_peer(const std::string& command) {
+  std::map<std::string, double> out;
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen((command + " 2>/dev/null").c_str(), "r"), pclose);
+  if (!pipe) return out;
+  char name[256];
+  double seconds = 0;
+  while (std::fscanf(pipe.get(), "%255s %lf", name, &seconds) == 2) out[name] = seconds;
+  return out;
+}
+
+struct Row {
+  std::string name;
+  std::string peer_key;   // the case's name in the peer's output
+  std::string metric;     // what the numbers are, e.g. "GB/s"
+  double ndgluon = 0;     // in `metric`
+  double raw = 0;         // in `metric`, 0 if not applicable
+  double target = 0;      // minimum ndgluon/raw ratio, 0 if none
+  double peer = 0;        // PyTorch, in `metric`, 0 if not measured
+  bool higher_is_better = true;
+  double work = 0;        // bytes, flop or values per op: metric = work / seconds / unit
+  double unit = 1e9;      // 0 means the metric is microseconds per op
+  double from_seconds(double s) const { return unit > 0 ? work / s / unit : s * 1e6; }
+};
+
+// Fills Row::peer from the peer's seconds-per-op.
+inline void attach_peer(std::vector<Row>& rows, const std::map<std::string, double>& peer) {
+  for (Row& row : rows) {
+    const auto it = peer.find(row.peer_key);
+    if (it != peer.end()) row.peer = row.from_seconds(it->second);
+  }
+}
+
+inline void print_table(const std::vector<Row>& rows, FILE* out = stdout) {
+  std::fprintf(out, "| case | metric | ndgluon | raw | ndgluon/raw | target | PyTorch | ndgluon vs PyTorch |\n");
+  std::fprintf(out, "|---|---|---:|---:|---:|---:|---:|---:|\n");
+  for (const Row& r : rows) {
+    const double ratio = r.raw > 0 ? (r.higher_is_better ? r.ndgluon / r.raw : r.raw / r.ndgluon) : 0;
+    const double vs_peer = r.peer > 0 ? (r.higher_is_better ? r.ndgluon / r.peer : r.peer / r.ndgluon) : 0;
+    std::fprintf(out, "| %s | %s | %.4g | ", r.name.c_str(), r.metric.c_str(), r.ndgluon);
+    if (r.raw > 0) std::fprintf(out, "%.4g | %.3f%s | ", r.raw, ratio, r.target > 0 && ratio < r.target ? " (below)" : "");
+    else std::fprintf(out, "- | - | ");
+    if (r.target > 0) std::fprintf(out, ">= %.2f | ", r.target);
+    else std::fprintf(out, "- | ");
+    if (r.peer > 0) std::fprintf(out, "%.4g | %.2fx |\n", r.peer, vs_peer);
+    else std::fprintf(out, "n/a | - |\n");
+  }
+}
+
+}  // namespace bench

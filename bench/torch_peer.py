@@ -1,0 +1,51 @@
+"""PyTorch on the cases of bench/ndarray_bench.cu, on the same GPU: prints 'case seconds-per-op'."""
+import statistics
+import time
+
+import torch
+
+
+def median_seconds(fn, reps, trials=5):
+    times = []
+    for t in range(trials + 1):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+        if t > 0:
+            times.append((time.perf_counter() - start) / reps)
+    return statistics.median(times)
+
+
+def main():
+    torch.backends.cuda.matmul.allow_tf32 = False  # exact float32, like cublasSgemm's default
+    dev = torch.device("cuda:0")
+    n = 1 << 28
+    a, b = torch.rand(n, device=dev), torch.rand(n, device=dev)
+    print("add", median_seconds(lambda: a + b, 10))
+    del a, b
+    m = 8192
+    a, b = torch.rand(m, m, device=dev), torch.rand(m, m, device=dev)
+    print("dot", median_seconds(lambda: a @ b, 3))
+    del a, b
+    print("uniform", median_seconds(lambda: torch.rand(n, device=dev), 10))
+    c = 64 << 20
+    host = torch.rand(c).pin_memory()
+    gpu = torch.rand(c, device=dev)
+    print("h2d", median_seconds(lambda: host.to(dev), 5))
+    pinned_out = torch.empty(c).pin_memory()
+    print("d2h", median_seconds(lambda: pinned_out.copy_(gpu), 5))
+    if torch.cuda.device_count() >= 2:
+        print("p2p", median_seconds(lambda: gpu.to("cuda:1"), 10))
+    x, y = torch.ones(1000, device=dev), torch.zeros(1000, device=dev)
+
+    def chain():
+        nonlocal y
+        for _ in range(10000):
+            y = y + x
+    print("dispatch", median_seconds(chain, 1) / 10000)
+
+
+if __name__ == "__main__":
+    main()

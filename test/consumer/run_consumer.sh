@@ -1,0 +1,33 @@
+#!/bin/bash
+# run_consumer.sh MODE SOURCE_ROOT BUILD_DIR CUDA(enabled|disabled)
+#   MODE=subproject: builds test/consumer with ndgluon as subprojects/ndgluon, runs it.
+#   MODE=pkgconfig:  installs BUILD_DIR into a scratch prefix and builds the consumer with plain
+#                    g++ and `pkg-config --cflags --libs ndgluon`, then runs it.
+set -euo pipefail
+mode=$1 src=$(readlink -f "$2") build=$(readlink -f "$3") cuda=$4
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+case $mode in
+  subproject)
+    mkdir -p "$work/proj/subprojects"
+    cp "$src/test/consumer/main.cpp" "$work/proj/"
+    sed "s/@CUDA@/'cuda=$cuda'/" "$src/test/consumer/meson.build.in" > "$work/proj/meson.build"
+    ln -s "$src" "$work/proj/subprojects/ndgluon"
+    meson setup "$work/build" "$work/proj" --force-fallback-for=ndgluon > "$work/setup.log" || { cat "$work/setup.log"; exit 1; }
+    ninja -C "$work/build" > "$work/ninja.log" || { cat "$work/ninja.log"; exit 1; }
+    "$work/build/consumer"
+    ;;
+  pkgconfig)
+    meson install -C "$build" --no-rebuild --destdir "$work/root" > "$work/install.log" || { cat "$work/install.log"; exit 1; }
+    prefix=$(meson introspect "$build" --buildoptions | python3 -c \
+      "import json,sys; print(next(o['value'] for o in json.load(sys.stdin) if o['name']=='prefix'))")
+    root="$work/root$prefix"
+    pcdir=$(dirname "$(find "$root" -name ndgluon.pc | head -1)")
+    export PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    flags=$(pkg-config --define-variable=prefix="$root" --cflags --libs ndgluon)
+    echo "g++ main.cpp $flags"
+    g++ -std=c++20 "$src/test/consumer/main.cpp" -o "$work/consumer" $flags
+    LD_LIBRARY_PATH="$(dirname "$(find "$root" -name 'libndgluon.so' | head -1)")" "$work/consumer"
+    ;;
+  *) echo "unknown mode $mode"; exit 2 ;;
+esac
