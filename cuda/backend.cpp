@@ -90,6 +90,11 @@ class GpuBackend final : public Backend {
     OnDevice on(ctx, op_name(op));
     cuda::unary(on.stream(), op, dt, in, out, n);
   }
+  void bias_activation(Context ctx, DType dt, void* out, const void* bias, std::int64_t rows, std::int64_t cols,
+                       std::optional<UnaryOp> act) override {
+    OnDevice on(ctx, "dense");
+    cuda::bias_activation(on.stream(), dt, out, bias, rows, cols, act);
+  }
   void gather(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) override {
     OnDevice on(ctx, "transpose");
     cuda::gather(on.stream(), dt, index, in, out);
@@ -105,14 +110,17 @@ class GpuBackend final : public Backend {
     OnDevice on(ctx, "dot");
     cuda::gemm(ctx.device_id(), dt, args, a, b, c);
   }
-  void random_uniform(Context ctx, DType dt, void* out, std::int64_t n, double low, double high) override {
+  void random_uniform(Context ctx, DType dt, void* out, std::int64_t n, double low, double high,
+                      std::int64_t offset) override {
     OnDevice on(ctx, "random.uniform");
-    cuda::random_uniform(ctx.device_id(), dt, out, n, low, high);
+    cuda::random_uniform(ctx.device_id(), dt, out, n, low, high, offset);
   }
-  void random_normal(Context ctx, DType dt, void* out, std::int64_t n, double loc, double scale) override {
+  void random_normal(Context ctx, DType dt, void* out, std::int64_t n, double loc, double scale,
+                     std::int64_t offset) override {
     OnDevice on(ctx, "random.normal");
-    cuda::random_normal(ctx.device_id(), dt, out, n, loc, scale);
+    cuda::random_normal(ctx.device_id(), dt, out, n, loc, scale, offset);
   }
+  std::uint64_t random_position(Context ctx) override { return cuda::random_position(ctx.device_id()); }
 
   void synchronize(Context ctx) override {
     Device& dev = cuda::device(ctx.device_id());

@@ -1,43 +1,35 @@
 // cpu(0)'s generator in a CUDA build: cuRAND's host generator of the same type (XORWOW, default
 // ordering) as the devices', so that one seed and call order draw bit-identical uniform values on
 // cpu(0) and on every GPU.
-#include <curand.h>
-
 #include <mutex>
 
 #include "cuda/check.hpp"
+#include "cuda/curand_stream.hpp"
 #include "ndarray/host_random.hpp"
-#include "ndarray/random.hpp"
 
 namespace mx::detail {
 namespace {
 
 std::mutex mutex;
-curandGenerator_t generator = nullptr;  // never destroyed: lives as long as the process
-std::uint64_t generation = ~std::uint64_t{0};
 
-curandGenerator_t seeded_generator() {
-  if (!generator) NDG_CUDA_CHECK(curandCreateGeneratorHost(&generator, CURAND_RNG_PSEUDO_DEFAULT));
-  if (generation != mx::random::seed_generation()) {
-    NDG_CUDA_CHECK(curandSetPseudoRandomGeneratorSeed(generator, mx::random::current_seed()));
-    NDG_CUDA_CHECK(curandSetGeneratorOffset(generator, 0));
-    generation = mx::random::seed_generation();
-  }
-  return generator;
+cuda::CurandStream& host_stream() {
+  static auto* stream = new cuda::CurandStream(true);  // never destroyed, as the device ones
+  return *stream;
 }
 
 }  // namespace
 
-void host_random_uniform(DType dt, void* out, std::int64_t n) {
+void host_random_uniform(DType dt, void* out, std::int64_t n, std::int64_t offset) {
   std::lock_guard lock(mutex);
-  curandGenerator_t gen = seeded_generator();
-  if (dt == DType::float32) NDG_CUDA_CHECK(curandGenerateUniform(gen, static_cast<float*>(out), static_cast<std::size_t>(n)));
-  else NDG_CUDA_CHECK(curandGenerateUniformDouble(gen, static_cast<double*>(out), static_cast<std::size_t>(n)));
+  curandGenerator_t gen = host_stream().prepare(offset, n);
+  const auto count = static_cast<std::size_t>(n);
+  if (dt == DType::float32) NDG_CUDA_CHECK(curandGenerateUniform(gen, static_cast<float*>(out), count));
+  else NDG_CUDA_CHECK(curandGenerateUniformDouble(gen, static_cast<double*>(out), count));
 }
 
-void host_random_normal(DType dt, void* out, std::int64_t n, double loc, double scale) {
+void host_random_normal(DType dt, void* out, std::int64_t n, double loc, double scale, std::int64_t offset) {
   std::lock_guard lock(mutex);
-  curandGenerator_t gen = seeded_generator();
+  curandGenerator_t gen = host_stream().prepare(offset, n);
   const auto count = static_cast<std::size_t>(n);
   if (dt == DType::float32) {
     NDG_CUDA_CHECK(curandGenerateNormal(gen, static_cast<float*>(out), count, static_cast<float>(loc),
@@ -45,6 +37,11 @@ void host_random_normal(DType dt, void* out, std::int64_t n, double loc, double 
   } else {
     NDG_CUDA_CHECK(curandGenerateNormalDouble(gen, static_cast<double*>(out), count, loc, scale));
   }
+}
+
+std::uint64_t host_random_position() {
+  std::lock_guard lock(mutex);
+  return host_stream().position();
 }
 
 }  // namespace mx::detail

@@ -7,7 +7,6 @@
 #include "context/device.hpp"
 #include "cuda/check.hpp"
 #include "cuda/device_guard.hpp"
-#include "ndarray/random.hpp"
 
 namespace mx::cuda {
 
@@ -28,18 +27,16 @@ cublasHandle_t Device::cublas() {
   return cublas_;
 }
 
-curandGenerator_t Device::curand() {
+std::pair<curandGenerator_t, std::unique_lock<std::mutex>> Device::curand(std::int64_t offset, std::int64_t n) {
+  std::unique_lock lock(curand_mutex_);
+  curand_.set_stream(stream_);
+  return {curand_.prepare(offset, n), std::move(lock)};
+}
+
+std::uint64_t Device::curand_position() {
   std::lock_guard lock(curand_mutex_);
-  if (!curand_) {
-    NDG_CUDA_CHECK(curandCreateGenerator(&curand_, CURAND_RNG_PSEUDO_DEFAULT));
-    NDG_CUDA_CHECK(curandSetStream(curand_, stream_));
-  }
-  if (curand_generation_ != mx::random::seed_generation()) {
-    NDG_CUDA_CHECK(curandSetPseudoRandomGeneratorSeed(curand_, mx::random::current_seed()));
-    NDG_CUDA_CHECK(curandSetGeneratorOffset(curand_, 0));
-    curand_generation_ = mx::random::seed_generation();
-  }
-  return curand_;
+  DeviceGuard guard(id_);
+  return curand_.position();
 }
 
 namespace {

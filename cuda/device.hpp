@@ -9,6 +9,9 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <utility>
+
+#include "cuda/curand_stream.hpp"
 
 namespace mx::cuda {
 
@@ -23,8 +26,11 @@ class Device {
   cudaMemPool_t pool() const { return pool_; }
   int multiprocessors() const { return multiprocessors_; }
 
-  cublasHandle_t cublas();     // bound to stream()
-  curandGenerator_t curand();  // bound to stream(), reseeded when mx::random::seed was called
+  cublasHandle_t cublas();  // bound to stream()
+  // The generator, bound to stream(), ready to draw n values (see CurandStream::prepare), and the
+  // lock that keeps other threads off it until the draw is queued.
+  std::pair<curandGenerator_t, std::unique_lock<std::mutex>> curand(std::int64_t offset, std::int64_t n);
+  std::uint64_t curand_position();
 
   // The last op queued, named in the error when a queued kernel fails.
   void set_last_op(const char* op) { last_op_.store(op, std::memory_order_relaxed); }
@@ -38,8 +44,7 @@ class Device {
   std::once_flag cublas_once_;
   cublasHandle_t cublas_ = nullptr;
   std::mutex curand_mutex_;
-  curandGenerator_t curand_ = nullptr;
-  std::uint64_t curand_generation_ = ~std::uint64_t{0};
+  CurandStream curand_{false};
   std::atomic<const char*> last_op_{"(none)"};
 };
 

@@ -68,6 +68,20 @@ __global__ void gather_elements(T* out, const T* in, GatherIndex index, std::int
   }
 }
 
+// out[r, c] = act(out[r, c] + bias[c]); bias may be null.
+template <class T, class Act>
+__global__ void bias_activation_elements(T* out, const T* bias, std::int64_t rows, std::int64_t cols, Act act) {
+  const std::int64_t n = rows * cols;
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
+    const T x = bias ? static_cast<T>(out[i] + bias[i % cols]) : out[i];
+    out[i] = act(x);
+  }
+}
+
+struct Identity {
+  template <class T> NDG_HD T operator()(T x) const { return x; }
+};
+
 template <int N>
 std::int64_t index_size(const StridedIndex<N>& index) {
   std::int64_t n = 1;
@@ -135,6 +149,14 @@ struct UnaryLaunch {
   }
 };
 
+template <UnaryOp op, class T>
+struct BiasActivationLaunch {
+  static void run(cudaStream_t stream, void* out, const void* bias, std::int64_t rows, std::int64_t cols) {
+    bias_activation_elements<<<blocks_for(rows * cols), kThreads, 0, stream>>>(
+        static_cast<T*>(out), static_cast<const T*>(bias), rows, cols, functors::Unary<op>{});
+  }
+};
+
 using BinaryFn = void (*)(cudaStream_t, const BroadcastIndex&, const void*, const void*, void*);
 using ScalarFn = void (*)(cudaStream_t, const void*, double, bool, void*, std::int64_t);
 using UnaryFn = void (*)(cudaStream_t, const void*, void*, std::int64_t);
@@ -153,6 +175,22 @@ void binary_scalar(cudaStream_t stream, BinaryOp op, DType dt, const void* a, do
 
 void unary(cudaStream_t stream, UnaryOp op, DType dt, const void* in, void* out, std::int64_t n) {
   OpTable<UnaryOp, UnaryLaunch, UnaryFn>::get(op, dt)(stream, in, out, n);
+}
+
+void bias_activation(cudaStream_t stream, DType dt, void* out, const void* bias, std::int64_t rows,
+                     std::int64_t cols, std::optional<UnaryOp> act) {
+  if (rows * cols == 0) return;
+  if (act) {
+    using Fn = void (*)(cudaStream_t, void*, const void*, std::int64_t, std::int64_t);
+    OpTable<UnaryOp, BiasActivationLaunch, Fn>::get(*act, dt)(stream, out, bias, rows, cols);
+  } else {
+    dispatch_dtype(dt, [&](auto tag) {
+      using T = decltype(tag);
+      bias_activation_elements<<<blocks_for(rows * cols), kThreads, 0, stream>>>(
+          static_cast<T*>(out), static_cast<const T*>(bias), rows, cols, Identity{});
+    });
+  }
+  check_launch("bias_activation");
 }
 
 void fill(cudaStream_t stream, DType dt, void* out, std::int64_t n, double value) {

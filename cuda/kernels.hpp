@@ -18,6 +18,8 @@ void binary_scalar(cudaStream_t stream, BinaryOp op, DType dt, const void* a, do
 void unary(cudaStream_t stream, UnaryOp op, DType dt, const void* in, void* out, std::int64_t n);
 // out = in * scale + shift (maps cuRAND's (0, 1] to (low, high]).
 void affine(cudaStream_t stream, DType dt, void* data, std::int64_t n, double scale, double shift);
+void bias_activation(cudaStream_t stream, DType dt, void* out, const void* bias, std::int64_t rows,
+                     std::int64_t cols, std::optional<UnaryOp> act);
 void gather(cudaStream_t stream, DType dt, const GatherIndex& index, const void* in, void* out);
 // `scratch` holds reduce_scratch_bytes(shape) bytes for the two-pass full reductions.
 void reduce(cudaStream_t stream, int multiprocessors, ReduceOp op, DType dt, const void* in, void* out,

@@ -6,9 +6,9 @@
 
 namespace mx::cuda {
 
-void random_uniform(int device_id, DType dt, void* out, std::int64_t n, double low, double high) {
+void random_uniform(int device_id, DType dt, void* out, std::int64_t n, double low, double high, std::int64_t offset) {
   Device& dev = device(device_id);
-  curandGenerator_t gen = dev.curand();
+  auto [gen, lock] = dev.curand(offset, n);
   const auto count = static_cast<std::size_t>(n);
   if (dt == DType::float32) NDG_CUDA_CHECK(curandGenerateUniform(gen, static_cast<float*>(out), count));
   else NDG_CUDA_CHECK(curandGenerateUniformDouble(gen, static_cast<double*>(out), count));
@@ -17,9 +17,9 @@ void random_uniform(int device_id, DType dt, void* out, std::int64_t n, double l
   dev.set_last_op("random.uniform");
 }
 
-void random_normal(int device_id, DType dt, void* out, std::int64_t n, double loc, double scale) {
+void random_normal(int device_id, DType dt, void* out, std::int64_t n, double loc, double scale, std::int64_t offset) {
   Device& dev = device(device_id);
-  curandGenerator_t gen = dev.curand();
+  auto [gen, lock] = dev.curand(offset, n);
   const auto count = static_cast<std::size_t>(n);
   if (dt == DType::float32) {
     NDG_CUDA_CHECK(curandGenerateNormal(gen, static_cast<float*>(out), count, static_cast<float>(loc),
@@ -29,5 +29,7 @@ void random_normal(int device_id, DType dt, void* out, std::int64_t n, double lo
   }
   dev.set_last_op("random.normal");
 }
+
+std::uint64_t random_position(int device_id) { return device(device_id).curand_position(); }
 
 }  // namespace mx::cuda

@@ -136,7 +136,9 @@ NDArray NDArray::transpose(const std::vector<int>& axes) const { return nd::tran
 NDArray NDArray::flatten() const {
   detail::check_not_none("flatten", *this);
   if (ndim() == 0) return reshape({1, 1});
-  return reshape({shape_[0], shape_[0] == 0 ? 0 : size() / shape_[0]});
+  std::int64_t rest = 1;  // d1 * d2 * ..., also when d0 is 0
+  for (int d = 1; d < ndim(); ++d) rest *= shape_[d];
+  return reshape({shape_[0], rest});
 }
 
 NDArray NDArray::sum(std::optional<int> axis, bool keepdims) const { return nd::sum(*this, axis, keepdims); }

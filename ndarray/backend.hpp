@@ -5,6 +5,7 @@
 // are contiguous. Work may be queued asynchronously; synchronize() waits for it.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "context/context.hpp"
 #include "ndarray/dtype.hpp"
@@ -53,14 +54,23 @@ class Backend {
   virtual void binary_scalar(Context ctx, BinaryOp op, DType dt, const void* a, double scalar,
                              bool scalar_first, void* out, std::int64_t n) = 0;
   virtual void unary(Context ctx, UnaryOp op, DType dt, const void* in, void* out, std::int64_t n) = 0;
+  // out (rows, cols) = act(out + bias[col]) in one pass (Dense's epilogue). bias may be null; no
+  // act means identity.
+  virtual void bias_activation(Context ctx, DType dt, void* out, const void* bias, std::int64_t rows,
+                               std::int64_t cols, std::optional<UnaryOp> act) = 0;
   // out[i] = in[index(i)]: transpose and broadcast_to.
   virtual void gather(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) = 0;
   // out (outer, inner); for argmax/argmin out is float32 positions, as in MXNet.
   virtual void reduce(Context ctx, ReduceOp op, DType dt, const void* in, void* out, ReduceShape shape) = 0;
   virtual void gemm(Context ctx, DType dt, const GemmArgs& args, const void* a, const void* b, void* c) = 0;
-  // Uniform in (low, high] / normal; seeded from mx::random::seed (see ndarray/random.hpp).
-  virtual void random_uniform(Context ctx, DType dt, void* out, std::int64_t n, double low, double high) = 0;
-  virtual void random_normal(Context ctx, DType dt, void* out, std::int64_t n, double loc, double scale) = 0;
+  // Uniform in (low, high] / normal, from ctx's generator (seeded by mx::random::seed). The draw
+  // continues the generator, or starts `offset` values after the seed when offset >= 0.
+  virtual void random_uniform(Context ctx, DType dt, void* out, std::int64_t n, double low, double high,
+                              std::int64_t offset) = 0;
+  virtual void random_normal(Context ctx, DType dt, void* out, std::int64_t n, double loc, double scale,
+                             std::int64_t offset) = 0;
+  // Values drawn from ctx's generator since the last seed.
+  virtual std::uint64_t random_position(Context ctx) = 0;
 
   // Waits for queued work on ctx; reports a failed kernel as mx::DeviceError.
   virtual void synchronize(Context ctx) = 0;

@@ -8,9 +8,12 @@
 
 namespace mx::detail {
 
-// Fills out[0..n) with uniform (0, 1] / standard normal values (n even for normal), reseeding
-// from mx::random::current_seed() when mx::random::seed was called since the last draw.
-void host_random_uniform(DType dt, void* out, std::int64_t n);
-void host_random_normal(DType dt, void* out, std::int64_t n, double loc, double scale);
+// Fills out[0..n) with uniform (0, 1] / normal values (n even for normal), reseeding from
+// mx::random::current_seed() when mx::random::seed was called since the last draw, and starting
+// `offset` values after the seed when offset >= 0.
+void host_random_uniform(DType dt, void* out, std::int64_t n, std::int64_t offset);
+void host_random_normal(DType dt, void* out, std::int64_t n, double loc, double scale, std::int64_t offset);
+// Values drawn on cpu(0) since the last seed.
+std::uint64_t host_random_position();
 
 }  // namespace mx::detail

@@ -1,5 +1,6 @@
 #include "ndarray/random.hpp"
 
+#include <algorithm>
 #include <atomic>
 
 #include "ndarray/backend.hpp"
@@ -24,20 +25,45 @@ std::uint64_t seed_generation() { return generation; }
 namespace mx::nd::random {
 namespace {
 
+using Generate = void (Backend::*)(Context, DType, void*, std::int64_t, double, double, std::int64_t);
+
+void check_dtype(const char* op, DType dtype) {
+  if (!is_floating(dtype)) throw DTypeError(std::string(op) + " draws float32 or float64, not " + dtype_name(dtype));
+}
+
 // cuRAND draws normal values in pairs: an odd count is drawn into one more element, and the
-// result is a view of the first n. Uniform draws use the same layout for symmetry of call order.
-NDArray draw(const char* op, const Shape& shape, Context ctx, DType dtype,
-             void (Backend::*generate)(Context, DType, void*, std::int64_t, double, double), double p0,
-             double p1) {
-  if (!is_floating(dtype)) {
-    throw DTypeError(std::string(op) + " draws float32 or float64, not " + dtype_name(dtype));
-  }
+// result is a view of the first n. Uniform draws are padded alike, so that both advance the
+// generators by the same amount.
+std::int64_t padded_size(std::int64_t n) { return n + (n % 2); }
+
+NDArray draw(const char* op, const Shape& shape, Context ctx, DType dtype, Generate generate, double p0, double p1) {
+  check_dtype(op, dtype);
   const std::int64_t n = Shape(shape).size();
   if (n < 0) throw ShapeError(std::string(op) + ": bad shape " + shape.tuple_str());
-  const std::int64_t padded = n + (n % 2);
-  NDArray buffer(Shape{padded}, ctx, dtype);
-  if (padded > 0) (backend(ctx).*generate)(ctx, dtype, buffer.data(), padded, p0, p1);
+  NDArray buffer(Shape{padded_size(n)}, ctx, dtype);
+  if (n > 0) (backend(ctx).*generate)(ctx, dtype, buffer.data(), padded_size(n), p0, p1, -1);
   return buffer.slice(0, n).reshape(shape);
+}
+
+void fill_aligned(const char* op, const std::vector<NDArray>& arrays, Generate generate, double p0, double p1) {
+  if (arrays.empty()) return;
+  std::uint64_t offset = 0;
+  for (const NDArray& a : arrays) {
+    detail::check_not_none(op, a);
+    check_dtype(op, a.dtype());
+    if (a.shape() != arrays[0].shape() || a.dtype() != arrays[0].dtype()) {
+      throw ShapeError(std::string(op) + ": arrays differ: " + detail::describe(a) + " vs " + detail::describe(arrays[0]));
+    }
+    offset = std::max(offset, backend(a.context()).random_position(a.context()));
+  }
+  const std::int64_t n = padded_size(arrays[0].size());
+  for (const NDArray& a : arrays) {
+    // Draw into a padded buffer, then copy the values in (a may be a view without room to spare).
+    NDArray buffer(Shape{n}, a.context(), a.dtype());
+    if (n > 0) (backend(a.context()).*generate)(a.context(), a.dtype(), buffer.data(), n, p0, p1, static_cast<std::int64_t>(offset));
+    NDArray target = a;
+    buffer.slice(0, a.size()).reshape(a.shape()).copyto(target);
+  }
 }
 
 }  // namespace
@@ -48,6 +74,14 @@ NDArray uniform(double low, double high, const Shape& shape, Context ctx, DType 
 
 NDArray normal(double loc, double scale, const Shape& shape, Context ctx, DType dtype) {
   return draw("random.normal", shape, ctx, dtype, &Backend::random_normal, loc, scale);
+}
+
+void fill_uniform(const std::vector<NDArray>& arrays, double low, double high) {
+  fill_aligned("random.fill_uniform", arrays, &Backend::random_uniform, low, high);
+}
+
+void fill_normal(const std::vector<NDArray>& arrays, double loc, double scale) {
+  fill_aligned("random.fill_normal", arrays, &Backend::random_normal, loc, scale);
 }
 
 }  // namespace mx::nd::random

@@ -24,4 +24,10 @@ NDArray uniform(double low = 0.0, double high = 1.0, const Shape& shape = {1},
 NDArray normal(double loc = 0.0, double scale = 1.0, const Shape& shape = {1},
                Context ctx = current_context(), DType dtype = DType::float32);
 
+// Fill every array (one shape and dtype, any contexts) with the same draws, generated on each
+// array's own context: all generators draw at the furthest position among them. This is how
+// parameter copies on several contexts get bit-identical initial values.
+void fill_uniform(const std::vector<NDArray>& arrays, double low, double high);
+void fill_normal(const std::vector<NDArray>& arrays, double loc, double scale);
+
 }  // namespace mx::nd::random

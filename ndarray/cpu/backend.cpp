@@ -78,6 +78,10 @@ class CpuBackend final : public Backend {
   void unary(Context, UnaryOp op, DType dt, const void* in, void* out, std::int64_t n) override {
     cpu_kernels::unary(op, dt, in, out, n);
   }
+  void bias_activation(Context, DType dt, void* out, const void* bias, std::int64_t rows, std::int64_t cols,
+                       std::optional<UnaryOp> act) override {
+    cpu_kernels::bias_activation(dt, out, bias, rows, cols, act);
+  }
   void gather(Context, DType dt, const GatherIndex& index, const void* in, void* out) override {
     cpu_kernels::gather(dt, index, in, out);
   }
@@ -88,13 +92,16 @@ class CpuBackend final : public Backend {
     cpu_kernels::gemm(dt, args, a, b, c);
   }
 
-  void random_uniform(Context, DType dt, void* out, std::int64_t n, double low, double high) override {
-    detail::host_random_uniform(dt, out, n);
+  void random_uniform(Context, DType dt, void* out, std::int64_t n, double low, double high,
+                      std::int64_t offset) override {
+    detail::host_random_uniform(dt, out, n, offset);
     if (low != 0.0 || high != 1.0) cpu_kernels::affine(dt, out, n, high - low, low);  // (0, 1] -> (low, high]
   }
-  void random_normal(Context, DType dt, void* out, std::int64_t n, double loc, double scale) override {
-    detail::host_random_normal(dt, out, n, loc, scale);
+  void random_normal(Context, DType dt, void* out, std::int64_t n, double loc, double scale,
+                     std::int64_t offset) override {
+    detail::host_random_normal(dt, out, n, loc, scale, offset);
   }
+  std::uint64_t random_position(Context) override { return detail::host_random_position(); }
 
   void synchronize(Context) override {}
 

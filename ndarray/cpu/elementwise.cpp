@@ -71,7 +71,31 @@ struct UnaryLoop {
   }
 };
 
+template <UnaryOp op, class T>
+struct BiasActivationLoop {
+  static void run(void* out_raw, const void* bias_raw, std::int64_t rows, std::int64_t cols) {
+    T* out = static_cast<T*>(out_raw);
+    const T* bias = static_cast<const T*>(bias_raw);
+    const functors::Unary<op> act;
+#pragma omp parallel for if (rows * cols >= kParallelThreshold) schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      T* row = out + r * cols;
+      for (std::int64_t c = 0; c < cols; ++c) row[c] = act(bias ? static_cast<T>(row[c] + bias[c]) : row[c]);
+    }
+  }
+};
+
 }  // namespace
+
+void bias_activation(DType dt, void* out, const void* bias, std::int64_t rows, std::int64_t cols,
+                     std::optional<UnaryOp> act) {
+  if (!act) {
+    if (bias) binary(BinaryOp::add, dt, make_broadcast_index(Shape{rows, cols}, Shape{rows, cols}, Shape{cols}), out, bias, out);
+    return;
+  }
+  using Fn = void (*)(void*, const void*, std::int64_t, std::int64_t);
+  OpTable<UnaryOp, BiasActivationLoop, Fn>::get(*act, dt)(out, bias, rows, cols);
+}
 
 void fill(DType dt, void* out_raw, std::int64_t n, double value) {
   dispatch_dtype(dt, [&](auto tag) {

@@ -1,0 +1,32 @@
+#pragma once
+// CurandStream: a cuRAND generator (host or device) that follows mx::random::seed and knows its
+// position (values drawn since the seed), so that several contexts can draw at one position and
+// get identical values. Not thread-safe: callers hold a lock.
+#include <curand.h>
+
+#include <cstdint>
+
+namespace mx::cuda {
+
+class CurandStream {
+ public:
+  explicit CurandStream(bool host) : host_(host) {}
+  CurandStream(const CurandStream&) = delete;
+  CurandStream& operator=(const CurandStream&) = delete;
+
+  // The generator, ready to draw n values: reseeded if mx::random::seed was called, and moved to
+  // `offset` when offset >= 0 (else it continues). Call with the generator's device current.
+  curandGenerator_t prepare(std::int64_t offset, std::int64_t n);
+  std::uint64_t position();  // values drawn since the last seed
+  void set_stream(cudaStream_t stream) { stream_ = stream; }
+
+ private:
+  bool host_;
+  cudaStream_t stream_ = nullptr;
+  curandGenerator_t generator_ = nullptr;  // never destroyed: lives as long as the process
+  std::uint64_t generation_ = ~std::uint64_t{0};
+  std::uint64_t position_ = 0;
+  void follow_seed();
+};
+
+}  // namespace mx::cuda

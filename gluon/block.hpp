@@ -1,0 +1,91 @@
+#pragma once
+// mx::gluon::Block: the base of every layer and model.
+//
+// Blocks are handles, like Python objects: a copy of a block is the same block (its parameters and
+// children are shared), so a block the caller holds and adds to a Sequential stays one block.
+// Keep a block's mutable state in parameters and child blocks; plain members are configuration.
+//
+// A user block derives from Block, registers its children and parameters in its constructor, and
+// overrides forward():
+//
+//   class Mlp : public mx::gluon::Block {
+//    public:
+//     Mlp() : Block("mlp") { hidden_ = register_child(nn::Dense(256, "relu"), "hidden");
+//                            out_ = register_child(nn::Dense(10), "out"); }
+//     nd::NDArray forward(const nd::NDArray& x) override { return out_(hidden_(x)); }
+//    private:
+//     nn::Dense hidden_, out_;
+//   };
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gluon/init.hpp"
+#include "gluon/parameter.hpp"
+#include "gluon/parameter_dict.hpp"
+#include "ndarray/array.hpp"
+
+namespace mx::gluon {
+
+class Block {
+ public:
+  // kind names the block in parameter names: "dense" gives prefix "dense0_", "dense1_", ...
+  // An explicit prefix replaces the generated one.
+  explicit Block(const std::string& kind = "block", const std::string& prefix = "");
+  virtual ~Block() = default;
+
+  // x -> forward(x). Runs on x.context(), with the parameters' copies there.
+  nd::NDArray operator()(const nd::NDArray& x) { return forward(x); }
+  virtual nd::NDArray forward(const nd::NDArray& x) = 0;
+
+  const std::string& prefix() const;  // "dense0_"
+  std::string name() const;           // "dense0"
+
+  // Initialises every parameter of this block and its children on ctx / each of ctxs. The default
+  // initializer is MXNet's Uniform(0.07); parameters with their own initializer use it.
+  void initialize(const init::Initializer& init = init::Uniform(), Context ctx = current_context(),
+                  bool force_reinit = false);
+  void initialize(const init::Initializer& init, const std::vector<Context>& ctxs, bool force_reinit = false);
+  void initialize(Context ctx) { initialize(init::Uniform(), ctx); }
+  void initialize(const std::vector<Context>& ctxs) { initialize(init::Uniform(), ctxs); }
+
+  // The parameters of this block and its children, by full name ("dense0_weight").
+  ParameterDict collect_params() const;
+
+  // Versioned binary file of every parameter by structural name ("0.weight"), with a checksum.
+  void save_parameters(const std::string& path) const;
+  // Loads a file written by save_parameters onto ctx (or ctxs). A truncated, corrupted or
+  // mismatching file throws mx::FileError / mx::ShapeError and leaves the parameters unchanged.
+  void load_parameters(const std::string& path, Context ctx = cpu());
+  void load_parameters(const std::string& path, const std::vector<Context>& ctxs);
+
+  std::size_t num_children() const;
+  Block& child(std::size_t i) const;
+
+  // Parameters keyed by structural name: "weight" here, "0.weight" in child 0 (MXNet's
+  // _collect_params_with_prefix, used by save/load).
+  std::vector<std::pair<std::string, Parameter>> structural_params(const std::string& prefix = "") const;
+
+ protected:
+  // Registers a parameter named prefix() + short_name ("dense0_" + "weight").
+  Parameter& register_parameter(const std::string& short_name, Shape shape, init::InitializerRef init = {},
+                                DType dtype = DType::float32);
+  Parameter& parameter(const std::string& short_name) const;
+
+  // Registers a child block (the same block, not a copy) under `name` (default: its index) and
+  // returns it.
+  template <class B>
+  B register_child(const B& block, std::string name = "") {
+    static_assert(std::is_base_of_v<Block, B>, "register_child takes a Block");
+    add_child(std::make_shared<B>(block), std::move(name));
+    return block;
+  }
+
+ private:
+  struct Core;
+  std::shared_ptr<Core> core_;
+  void add_child(std::shared_ptr<Block> child, std::string name);
+};
+
+}  // namespace mx::gluon

@@ -1,0 +1,32 @@
+#pragma once
+// nn::Dense: a fully connected layer, out = activation(x · weightᵀ + bias), as mx.gluon.nn.Dense.
+// Input (batch, d1, d2, ...) is used as (batch, d1 * d2 * ...) (MXNet's flatten=True).
+// in_units = 0 defers the weight's shape until the first forward pass.
+#include <optional>
+#include <string>
+
+#include "gluon/block.hpp"
+#include "ndarray/op_kinds.hpp"
+
+namespace mx::gluon::nn {
+
+class Dense : public Block {
+ public:
+  explicit Dense(std::int64_t units, const std::string& activation = "", bool use_bias = true,
+                 std::int64_t in_units = 0, init::InitializerRef weight_initializer = {},
+                 init::InitializerRef bias_initializer = init::Zero(), const std::string& prefix = "");
+
+  // x (batch, ...) -> (batch, units), on x.context().
+  nd::NDArray forward(const nd::NDArray& x) override;
+
+  Parameter& weight() const;  // (units, in_units)
+  Parameter& bias() const;    // (units,); throws when use_bias is false
+  std::int64_t units() const { return units_; }
+
+ private:
+  std::int64_t units_;
+  bool use_bias_;
+  std::optional<UnaryOp> activation_;
+};
+
+}  // namespace mx::gluon::nn
