@@ -1,0 +1,1 @@
+#include "test/support/boost_test.hpp"
