@@ -3,9 +3,11 @@
 // Each cell prints its code as a comment line, then what the book's notebook prints.
 #include <iostream>
 
+#include <gluon/nn.hpp>
 #include <ndarray/ndarray.hpp>
 
 namespace nd = mx::nd;
+namespace nn = mx::gluon::nn;
 
 namespace {
 
@@ -63,5 +65,16 @@ int main() {
   } catch (const mx::ContextMismatch& error) {
     std::cout << "mx::ContextMismatch: " << error.what() << "\n";
   }
+
+  // ---- 4.6.3 Neural Networks and GPUs ----------------------------------------------------
+  cell("4.6.3 Neural Networks and GPUs");
+  std::cout << "// nn::Sequential net; net.add(nn::Dense(1)); net.initialize(mx::try_gpu()); net(X)\n";
+  nn::Sequential net;
+  net.add(nn::Dense(1));
+  net.initialize(mx::try_gpu());
+  std::cout << net(X) << "\n";
+
+  std::cout << "// net.at<nn::Dense>(0).weight().data()\n";
+  std::cout << net.at<nn::Dense>(0).weight().data() << "\n";
   return 0;
 }
