@@ -1,5 +1,7 @@
-"""PyTorch on the cases of bench/ndarray_bench.cu, on the same GPU: prints 'case seconds-per-op'."""
+"""PyTorch on the cases of bench/ndarray_bench.cu (no argument) or bench/gluon_bench.cu ('gluon'),
+on the same GPU: prints 'case seconds-per-op'."""
 import statistics
+import sys
 import time
 
 import torch
@@ -47,5 +49,20 @@ def main():
     print("dispatch", median_seconds(chain, 1) / 10000)
 
 
+def gluon():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dev = torch.device("cuda:0")
+    n = 4096
+    linear = torch.nn.Linear(n, n).to(dev)
+    x = torch.rand(n, n, device=dev)
+    with torch.no_grad():
+        print("linear", median_seconds(lambda: linear(x), 5))
+        for batch in (1, 64):
+            mlp = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
+                                      torch.nn.ReLU(), torch.nn.Linear(256, 10)).to(dev)
+            xb = torch.rand(batch, 784, device=dev)
+            print(f"mlp{batch}", median_seconds(lambda: mlp(xb), 1000))
+
+
 if __name__ == "__main__":
-    main()
+    gluon() if sys.argv[1:] == ["gluon"] else main()

@@ -1,0 +1,109 @@
+// Gluon benchmarks on one GPU:
+//   - Dense forward, batch 4096, 4096 -> 4096, float32: against raw cublasSgemm plus a bias kernel,
+//     and torch.nn.Linear (2 * 4096^3 flop; the bias pass moves 2 x 64 MiB).
+//   - a 3-layer MLP (784-256-256-10, ReLU) forward at batch 1 and 64: microseconds per forward,
+//     against the same model in PyTorch.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <string>
+
+#include <gluon/nn.hpp>
+
+#include "bench/bench_util.hpp"
+
+namespace nd = mx::nd;
+namespace nn = mx::gluon::nn;
+
+#define CHECK(call)                                                                      \
+  do {                                                                                   \
+    if (auto status = (call); status != decltype(status)(0)) {                           \
+      std::fprintf(stderr, "%s failed (%d) at line %d\n", #call, int(status), __LINE__); \
+      std::exit(1);                                                                      \
+    }                                                                                    \
+  } while (0)
+
+namespace {
+
+// The raw baseline's bias kernel: out[r, c] += bias[c].
+__global__ void add_bias(float* out, const float* bias, int rows, int cols) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < static_cast<long long>(rows) * cols) out[i] += bias[i % cols];
+}
+
+void device_sync() { CHECK(cudaDeviceSynchronize()); }
+void nd_sync() { nd::waitall(); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (mx::num_gpus() == 0) {
+    std::printf("no GPU visible: the benchmarks need one\n");
+    return 77;
+  }
+  const std::string peer_script = argc > 1 ? argv[1] : "bench/torch_peer.py";
+  const mx::Context gpu0 = mx::gpu(0);
+  std::printf("device: %s, Gluon layers vs raw cuBLAS vs PyTorch\n", mx::gpu_name(0).c_str());
+  std::vector<bench::Row> rows;
+
+  {
+    const int n = 4096;
+    nn::Dense dense(n, "", true, n);
+    dense.initialize(mx::init::Xavier(), gpu0);
+    auto x = nd::random::uniform(-1, 1, {n, n}, gpu0);
+    nd::NDArray y;
+    const double t_nd = bench::median_seconds([&] { y = dense(x); }, nd_sync, 5);
+
+    float *a, *w, *b, *c;
+    CHECK(cudaMalloc(&a, sizeof(float) * n * n));
+    CHECK(cudaMalloc(&w, sizeof(float) * n * n));
+    CHECK(cudaMalloc(&c, sizeof(float) * n * n));
+    CHECK(cudaMalloc(&b, sizeof(float) * n));
+    CHECK(cudaMemset(a, 0, sizeof(float) * n * n));
+    CHECK(cudaMemset(w, 0, sizeof(float) * n * n));
+    CHECK(cudaMemset(b, 0, sizeof(float) * n));
+    cublasHandle_t handle;
+    CHECK(cublasCreate(&handle));
+    const float one = 1, zero = 0;
+    const double t_raw = bench::median_seconds([&] {
+      // row-major out (n, n) = x · wᵀ: column-major outᵀ = w · xᵀ
+      CHECK(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &one, w, n, a, n, &zero, c, n));
+      add_bias<<<(n * n + 255) / 256, 256>>>(c, b, n, n);
+    }, device_sync, 5);
+    CHECK(cublasDestroy(handle));
+    for (float* p : {a, w, b, c}) CHECK(cudaFree(p));
+    bench::Row row;
+    row.name = "Dense forward 4096x4096, batch 4096 (vs cublasSgemm + bias kernel)";
+    row.peer_key = "linear";
+    row.metric = "TFLOP/s";
+    row.work = 2.0 * n * n * n;
+    row.unit = 1e12;
+    row.ndgluon = row.from_seconds(t_nd);
+    row.raw = row.from_seconds(t_raw);
+    row.target = 0.95;
+    rows.push_back(row);
+  }
+
+  for (int batch : {1, 64}) {
+    nn::Sequential mlp;
+    mlp.add(nn::Dense(256, "relu"), nn::Dense(256, "relu"), nn::Dense(10));
+    mlp.initialize(mx::init::Xavier(), gpu0);
+    auto x = nd::random::uniform(0, 1, {batch, 784}, gpu0);
+    nd::NDArray y;
+    const double t = bench::median_seconds([&] { y = mlp(x); }, nd_sync, 1000);
+    bench::Row row;
+    row.name = "MLP 784-256-256-10 forward, batch " + std::to_string(batch);
+    row.peer_key = "mlp" + std::to_string(batch);
+    row.metric = "us/forward";
+    row.unit = 0;
+    row.higher_is_better = false;
+    row.ndgluon = row.from_seconds(t);
+    rows.push_back(row);
+  }
+
+  bench::attach_peer(rows, bench::run_peer("python3 " + peer_script + " gluon"));
+  std::printf("\n");
+  bench::print_table(rows);
+  return 0;
+}
