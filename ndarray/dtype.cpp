@@ -1,5 +1,7 @@
 #include "ndarray/dtype.hpp"
 
+#include <ostream>
+
 namespace mx {
 
 const char* dtype_name(DType dt) {
@@ -12,5 +14,7 @@ const char* dtype_name(DType dt) {
   }
   return "unknown";
 }
+
+std::ostream& operator<<(std::ostream& os, DType dt) { return os << dtype_name(dt); }
 
 }  // namespace mx

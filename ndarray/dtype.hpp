@@ -2,6 +2,7 @@
 // Element types. float32 is the default, as in MXNet.
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <utility>
 
@@ -23,6 +24,7 @@ constexpr std::size_t dtype_size(DType dt) {
 constexpr bool is_floating(DType dt) { return dt == DType::float32 || dt == DType::float64; }
 
 const char* dtype_name(DType dt);  // "float32"
+std::ostream& operator<<(std::ostream& os, DType dt);
 
 template <class T> struct DTypeOf;
 template <> struct DTypeOf<float> { static constexpr DType value = DType::float32; };

@@ -1,1 +1,228 @@
+// nd::dot: matrix·matrix, matrix·vector, vector·vector, vector·matrix, transposed operands,
+// float64, random products against a naive triple loop in double, empty dimensions. Every case
+// runs on every context.
 #include "test/support/boost_test.hpp"
+#include "test/support/contexts.hpp"
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <ndarray/ndarray.hpp>
+
+namespace nd = mx::nd;
+namespace tt = boost::test_tools;
+using mx::DType;
+using Values = std::vector<double>;
+
+namespace {
+
+std::string dtype_of(const nd::NDArray& x) { return mx::dtype_name(x.dtype()); }
+
+// The values of x read back as doubles.
+Values values(const nd::NDArray& x) { return x.asvector<double>(); }
+
+// n values uniform in [-1, 1), the same on every run.
+Values uniform_values(std::size_t n, unsigned seed) {
+  std::mt19937 engine(seed);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  Values v(n);
+  for (double& x : v) x = uniform(engine);
+  return v;
+}
+
+// Row-major (m, k) · (k, n) in double.
+Values naive_matmul(const Values& a, const Values& b, std::int64_t m, std::int64_t k, std::int64_t n) {
+  Values c(static_cast<std::size_t>(m * n), 0.0);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double total = 0;
+      for (std::int64_t p = 0; p < k; ++p) {
+        total += a[static_cast<std::size_t>(i * k + p)] * b[static_cast<std::size_t>(p * n + j)];
+      }
+      c[static_cast<std::size_t>(i * n + j)] = total;
+    }
+  return c;
+}
+
+// The (cols, rows) transpose of a row-major (rows, cols) matrix.
+Values transposed(const Values& a, std::int64_t rows, std::int64_t cols) {
+  Values t(a.size());
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      t[static_cast<std::size_t>(j * rows + i)] = a[static_cast<std::size_t>(i * cols + j)];
+    }
+  return t;
+}
+
+// a (3, 2), b (2, 3) and their product (3, 3), by hand.
+const Values kA{1, 2, 3, 4, 5, 6};
+const Values kB{7, 8, 9, 10, 11, 12};
+const Values kAB{27, 30, 33, 61, 68, 75, 95, 106, 117};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(linalg)
+
+BOOST_AUTO_TEST_CASE(matrix_times_matrix) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray a = nd::array(kA, {3, 2}, ctx, DType::float32);
+    const nd::NDArray b = nd::array(kB, {2, 3}, ctx, DType::float32);
+    const nd::NDArray c = nd::dot(a, b);
+    BOOST_TEST(c.shape() == (mx::Shape{3, 3}));
+    BOOST_TEST(dtype_of(c) == "float32");
+    BOOST_TEST(c.context() == ctx);
+    BOOST_TEST(values(c) == kAB, tt::per_element());
+    // b · a is (2, 2): [[7 + 24 + 45, 14 + 32 + 54], [10 + 33 + 60, 20 + 44 + 72]].
+    BOOST_TEST(values(nd::dot(b, a)) == (Values{76, 100, 103, 136}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(matrix_times_vector) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray a = nd::array(kA, {3, 2}, ctx, DType::float32);
+    const nd::NDArray v = nd::array({2, 1}, ctx);
+    const nd::NDArray av = nd::dot(a, v);  // (3, 2)·(2,) -> (3,)
+    BOOST_TEST(av.shape() == (mx::Shape{3}));
+    BOOST_TEST(values(av) == (Values{4, 10, 16}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(vector_times_vector) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray dot = nd::dot(nd::array({1, 2, 3}, ctx), nd::array({4, -5, 6}, ctx));
+    BOOST_TEST(dot.shape() == (mx::Shape{1}));
+    BOOST_TEST(dot.asscalar<double>() == 12);  // 4 - 10 + 18
+  });
+}
+
+BOOST_AUTO_TEST_CASE(vector_times_matrix) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray a = nd::array(kA, {3, 2}, ctx, DType::float32);
+    const nd::NDArray va = nd::dot(nd::array({1, 2, 3}, ctx), a);  // (3,)·(3, 2) -> (2,)
+    BOOST_TEST(va.shape() == (mx::Shape{2}));
+    BOOST_TEST(values(va) == (Values{22, 28}), tt::per_element());  // 1+6+15, 2+8+18
+  });
+}
+
+BOOST_AUTO_TEST_CASE(transposed_operands) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    // aᵀ stored as (2, 3) and bᵀ stored as (3, 2): each flag reads the stored matrix transposed.
+    const nd::NDArray a = nd::array(kA, {3, 2}, ctx, DType::float32);
+    const nd::NDArray b = nd::array(kB, {2, 3}, ctx, DType::float32);
+    const nd::NDArray at = nd::array({{1, 3, 5}, {2, 4, 6}}, ctx);
+    const nd::NDArray bt = nd::array({{7, 10}, {8, 11}, {9, 12}}, ctx);
+    for (const nd::NDArray& c : {nd::dot(at, b, true, false), nd::dot(a, bt, false, true),
+                                 nd::dot(at, bt, true, true)}) {
+      BOOST_TEST(c.shape() == (mx::Shape{3, 3}));
+      BOOST_TEST(values(c) == kAB, tt::per_element());
+    }
+    // aᵀ · a is (2, 2): [[1+9+25, 2+12+30], [.., 4+16+36]].
+    const nd::NDArray gram = nd::dot(a, a, true, false);
+    BOOST_TEST(gram.shape() == (mx::Shape{2, 2}));
+    BOOST_TEST(values(gram) == (Values{35, 44, 44, 56}), tt::per_element());
+    // a · aᵀ is (3, 3).
+    BOOST_TEST(nd::dot(a, a, false, true).shape() == (mx::Shape{3, 3}));
+    BOOST_TEST(values(nd::dot(a, a, false, true)) == (Values{5, 11, 17, 11, 25, 39, 17, 39, 61}),
+               tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(transposes_change_the_inner_dimension_check) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray a = nd::ones({3, 2}, ctx), b = nd::ones({3, 4}, ctx);
+    NDG_CHECK_THROWS_WITH(nd::dot(a, b), mx::ShapeError, "dot", "(3, 2)", "(3, 4)");
+    // aᵀ (2, 3) · b (3, 4) fits.
+    const nd::NDArray c = nd::dot(a, b, true);
+    BOOST_TEST(c.shape() == (mx::Shape{2, 4}));
+    BOOST_TEST(values(c) == Values(8, 3.0), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(float64_products) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray a = nd::array(kA, {3, 2}, ctx), b = nd::array(kB, {2, 3}, ctx);
+    BOOST_TEST(dtype_of(a) == "float64");
+    const nd::NDArray c = nd::dot(a, b);
+    BOOST_TEST(dtype_of(c) == "float64");
+    BOOST_TEST(values(c) == kAB, tt::per_element());
+    // (1 + 1e-10) · 1 and 1/3 · 3 keep double precision, lost in float32.
+    const nd::NDArray u = nd::array(Values{1 + 1e-10, 1.0 / 3}, {2}, ctx);
+    const nd::NDArray w = nd::array(Values{1, 3}, {2}, ctx);
+    BOOST_TEST(nd::dot(u, w).asscalar<double>() - 2.0 == 1e-10, tt::tolerance(1e-4));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(random_product_against_a_naive_loop) {
+  const std::int64_t m = 64, k = 48, n = 80;
+  const Values a = uniform_values(static_cast<std::size_t>(m * k), 11);
+  const Values b = uniform_values(static_cast<std::size_t>(k * n), 12);
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    for (const DType dt : {DType::float32, DType::float64}) {
+      BOOST_TEST_CONTEXT("dtype " << mx::dtype_name(dt)) {
+        const nd::NDArray x = nd::array(a, {m, k}, ctx, dt), y = nd::array(b, {k, n}, ctx, dt);
+        // The reference uses the inputs as rounded to dt.
+        const Values expected = naive_matmul(values(x), values(y), m, k, n);
+        // float32 with a float32 accumulator: about sqrt(k) * 6e-8 relative; TF32 (1e-3) would fail.
+        const double tolerance = dt == DType::float32 ? 1e-5 : 1e-13;
+        const nd::NDArray c = nd::dot(x, y);
+        BOOST_TEST(c.shape() == (mx::Shape{m, n}));
+        BOOST_TEST(ndg_test::relative_error(values(c), expected) < tolerance);
+        // The same product through transposed storage.
+        const nd::NDArray xt = nd::array(transposed(values(x), m, k), {k, m}, ctx, dt);
+        const nd::NDArray yt = nd::array(transposed(values(y), k, n), {n, k}, ctx, dt);
+        BOOST_TEST(ndg_test::relative_error(values(nd::dot(xt, y, true, false)), expected) < tolerance);
+        BOOST_TEST(ndg_test::relative_error(values(nd::dot(x, yt, false, true)), expected) < tolerance);
+        BOOST_TEST(ndg_test::relative_error(values(nd::dot(xt, yt, true, true)), expected) < tolerance);
+        // Matrix·vector with the first column of y.
+        const Values y_rows = values(yt);
+        const nd::NDArray column = nd::array(Values(y_rows.begin(), y_rows.begin() + k), {k}, ctx, dt);
+        const Values expected_column = naive_matmul(values(x), values(column), m, k, 1);
+        BOOST_TEST(ndg_test::relative_error(values(nd::dot(x, column)), expected_column) < tolerance);
+      }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(products_of_views) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    // Rows 1..2 of a (4, 2) matrix, a slice at an offset into the storage.
+    const nd::NDArray big = nd::array({{9, 9}, {1, 2}, {3, 4}, {9, 9}}, ctx);
+    const nd::NDArray a = big.slice(1, 3);
+    const nd::NDArray b = nd::array({{1, 0}, {0, 1}}, ctx);
+    BOOST_TEST(values(nd::dot(a, b)) == (Values{1, 2, 3, 4}), tt::per_element());
+    BOOST_TEST(values(nd::dot(big[2], b * 2)) == (Values{6, 8}), tt::per_element());
+    BOOST_TEST(values(nd::dot(big.reshape({2, 4}), nd::ones({4}, ctx))) == (Values{21, 25}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(zero_inner_dimension_gives_zeros) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray c = nd::dot(nd::ones({3, 0}, ctx), nd::ones({0, 4}, ctx));
+    BOOST_TEST(c.shape() == (mx::Shape{3, 4}));
+    BOOST_TEST(values(c) == Values(12, 0.0), tt::per_element());
+    const nd::NDArray v = nd::dot(nd::zeros({0}, ctx), nd::zeros({0}, ctx));
+    BOOST_TEST(v.shape() == (mx::Shape{1}));
+    BOOST_TEST(v.asscalar<double>() == 0);
+    BOOST_TEST(values(nd::dot(nd::ones({0, 2}, ctx, DType::float64), nd::ones({0, 3}, ctx, DType::float64),
+                              true, false)) == Values(6, 0.0), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(zero_outer_dimensions_give_empty_results) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    BOOST_TEST(nd::dot(nd::ones({0, 3}, ctx), nd::ones({3, 4}, ctx)).shape() == (mx::Shape{0, 4}));
+    BOOST_TEST(nd::dot(nd::ones({2, 3}, ctx), nd::ones({3, 0}, ctx)).shape() == (mx::Shape{2, 0}));
+    BOOST_TEST(nd::dot(nd::ones({3}, ctx), nd::ones({3, 0}, ctx)).shape() == (mx::Shape{0}));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(integer_operands_are_refused) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray i = nd::ones({2, 2}, ctx, DType::int32);
+    NDG_CHECK_THROWS_WITH(nd::dot(i, i), mx::DTypeError, "dot", "int32");
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
