@@ -12,17 +12,11 @@
 #include <gluon/nn.hpp>
 
 #include "bench/bench_util.hpp"
+#include "bench/cuda_check.hpp"
 
 namespace nd = mx::nd;
 namespace nn = mx::gluon::nn;
 
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    if (auto status = (call); status != decltype(status)(0)) {                           \
-      std::fprintf(stderr, "%s failed (%d) at line %d\n", #call, int(status), __LINE__); \
-      std::exit(1);                                                                      \
-    }                                                                                    \
-  } while (0)
 
 namespace {
 

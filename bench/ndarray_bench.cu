@@ -15,16 +15,10 @@
 #include <ndarray/ndarray.hpp>
 
 #include "bench/bench_util.hpp"
+#include "bench/cuda_check.hpp"
 
 namespace nd = mx::nd;
 
-#define CHECK(call)                                                                 \
-  do {                                                                              \
-    if (auto status = (call); status != decltype(status)(0)) {                      \
-      std::fprintf(stderr, "%s failed (%d) at line %d\n", #call, int(status), __LINE__); \
-      std::exit(1);                                                                 \
-    }                                                                               \
-  } while (0)
 
 namespace {
 
@@ -112,7 +106,7 @@ int main(int argc, char** argv) {
     float* out;
     CHECK(cudaMalloc(&out, n * 4));
     curandGenerator_t gen;
-    CHECK(curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_DEFAULT));
+    CHECK(curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_PHILOX4_32_10));  // ndgluon's generator
     const double t_raw = bench::median_seconds([&] { CHECK(curandGenerateUniform(gen, out, n)); }, device_sync, 10);
     CHECK(curandDestroyGenerator(gen));
     CHECK(cudaFree(out));

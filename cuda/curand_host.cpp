@@ -1,4 +1,4 @@
-// cpu(0)'s generator in a CUDA build: cuRAND's host generator of the same type (XORWOW, default
+// cpu(0)'s generator in a CUDA build: cuRAND's host generator of the same type (Philox, default
 // ordering) as the devices', so that one seed and call order draw bit-identical uniform values on
 // cpu(0) and on every GPU.
 #include <mutex>
@@ -21,22 +21,12 @@ cuda::CurandStream& host_stream() {
 
 void host_random_uniform(DType dt, void* out, std::int64_t n, std::int64_t offset) {
   std::lock_guard lock(mutex);
-  curandGenerator_t gen = host_stream().prepare(offset, n);
-  const auto count = static_cast<std::size_t>(n);
-  if (dt == DType::float32) NDG_CUDA_CHECK(curandGenerateUniform(gen, static_cast<float*>(out), count));
-  else NDG_CUDA_CHECK(curandGenerateUniformDouble(gen, static_cast<double*>(out), count));
+  cuda::generate_uniform(host_stream().prepare(offset, n), dt, out, n);
 }
 
 void host_random_normal(DType dt, void* out, std::int64_t n, double loc, double scale, std::int64_t offset) {
   std::lock_guard lock(mutex);
-  curandGenerator_t gen = host_stream().prepare(offset, n);
-  const auto count = static_cast<std::size_t>(n);
-  if (dt == DType::float32) {
-    NDG_CUDA_CHECK(curandGenerateNormal(gen, static_cast<float*>(out), count, static_cast<float>(loc),
-                                        static_cast<float>(scale)));
-  } else {
-    NDG_CUDA_CHECK(curandGenerateNormalDouble(gen, static_cast<double*>(out), count, loc, scale));
-  }
+  cuda::generate_normal(host_stream().prepare(offset, n), dt, out, n, loc, scale);
 }
 
 std::uint64_t host_random_position() {

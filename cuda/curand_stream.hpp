@@ -6,7 +6,16 @@
 
 #include <cstdint>
 
+#include "ndarray/dtype.hpp"
+
 namespace mx::cuda {
+
+// The generator type of every context (cpu(0) included, through cuRAND's host API).
+inline constexpr curandRngType_t kGenerator = CURAND_RNG_PSEUDO_PHILOX4_32_10;
+
+// n float32 or float64 values from gen: uniform (0, 1], or normal (n even).
+void generate_uniform(curandGenerator_t gen, DType dt, void* out, std::int64_t n);
+void generate_normal(curandGenerator_t gen, DType dt, void* out, std::int64_t n, double loc, double scale);
 
 class CurandStream {
  public:

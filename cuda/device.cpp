@@ -81,6 +81,13 @@ bool enable_peer_access(int src, int dst) {
       const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
       if (status == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
       else NDG_CUDA_CHECK(status);
+      // Peer access does not extend to stream-ordered pools: grant `from` access to `to`'s pool
+      // too, or copies between pool allocations would be staged through the host.
+      cudaMemAccessDesc access{};
+      access.location.type = cudaMemLocationTypeDevice;
+      access.location.id = from;
+      access.flags = cudaMemAccessFlagsProtReadWrite;
+      NDG_CUDA_CHECK(cudaMemPoolSetAccess(device(to).pool(), &access, 1));
     }
     all.peer_ok[pair] = 1;
     all.peer_ok[static_cast<std::size_t>(dst * num_gpus() + src)] = 1;

@@ -11,17 +11,20 @@ class DeviceGuard {
  public:
   explicit DeviceGuard(int id) {
     NDG_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != id) NDG_CUDA_CHECK(cudaSetDevice(id));
+    if (previous_ != id) {
+      NDG_CUDA_CHECK(cudaSetDevice(id));
+      changed_ = true;
+    }
   }
   ~DeviceGuard() {
-    int current = -1;
-    if (cudaGetDevice(&current) == cudaSuccess && current != previous_) cudaSetDevice(previous_);
+    if (changed_) cudaSetDevice(previous_);
   }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 
  private:
   int previous_ = 0;
+  bool changed_ = false;
 };
 
 }  // namespace mx::cuda

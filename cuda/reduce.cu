@@ -115,7 +115,7 @@ __global__ void reduce_columns(const T* in, ReduceShape s, Out* out) {
 // Chunks per row: enough blocks to fill the GPU about four times over, each chunk at least
 // 4096 elements long.
 int chunks_for(int multiprocessors, ReduceShape s) {
-  if (s.inner != 1 || s.outer > 65535) return 1;
+  if (s.inner != 1 || s.outer == 0 || s.outer > 65535) return 1;
   const std::int64_t wanted = (std::int64_t{4} * multiprocessors + s.outer - 1) / s.outer;
   const std::int64_t max_useful = (s.length + 4095) / 4096;
   return static_cast<int>(std::clamp<std::int64_t>(std::min(wanted, max_useful), 1, 1024));

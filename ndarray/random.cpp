@@ -82,6 +82,14 @@ void fill_uniform(const std::vector<NDArray>& arrays, double low, double high) {
 
 void fill_normal(const std::vector<NDArray>& arrays, double loc, double scale) {
   fill_aligned("random.fill_normal", arrays, &Backend::random_normal, loc, scale);
+  // Note [normal draws across contexts]: cuRAND's host and device generators draw the same
+  // uniforms, but their normal transforms round differently (a few ulps). Every context has drawn,
+  // so that the generators stay in step; the copies then take the first array's values.
+  for (std::size_t i = 1; i < arrays.size(); ++i) {
+    if (arrays[i].is(arrays[0])) continue;
+    NDArray target = arrays[i];
+    arrays[0].copyto(target);
+  }
 }
 
 }  // namespace mx::nd::random

@@ -17,6 +17,7 @@ std::vector<std::int64_t> contiguous_strides(const Shape& shape) {
 }
 
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
+  if (a == b) return a;  // the common case, without the per-axis work
   const int ndim = std::max(a.ndim(), b.ndim());
   std::vector<std::int64_t> out(static_cast<std::size_t>(ndim));
   for (int d = 0; d < ndim; ++d) {
@@ -81,6 +82,13 @@ StridedIndex<N> collapse(const Shape& out, const std::vector<std::int64_t> (&str
 }  // namespace
 
 BroadcastIndex make_broadcast_index(const Shape& out, const Shape& a, const Shape& b) {
+  if (a == out && b == out) {  // same shapes: one contiguous axis, without building vectors
+    BroadcastIndex index;
+    index.ndim = 1;
+    index.shape[0] = out.size();
+    index.strides[0][0] = index.strides[1][0] = 1;
+    return index;
+  }
   const std::vector<std::int64_t> strides[2] = {broadcast_strides(out, a), broadcast_strides(out, b)};
   return collapse<2>(out, strides);
 }

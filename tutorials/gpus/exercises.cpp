@@ -38,7 +38,7 @@ void exercise1(mx::Context gpu) {
       const double ms = time_ms([&] { nd::dot(a, b).wait_to_read(); }, reps);
       if (ctx.is_cpu()) cpu_ms = ms;
       std::printf("  %-7s %10.4f ms  %8.1f GFLOP/s", ctx.str().c_str(), ms, 2.0 * n * n * n / ms / 1e6);
-      if (ctx.is_gpu()) std::printf("  (%.1fx the CPU)", cpu_ms / ms);
+      if (ctx.is_gpu()) std::printf("  (%.2fx the CPU)", cpu_ms / ms);
       std::printf("\n");
     }
   }
