@@ -6,12 +6,13 @@
 // Keep a block's mutable state in parameters and child blocks; plain members are configuration.
 //
 // A user block derives from Block, registers its children and parameters in its constructor, and
-// overrides forward():
+// overrides forward(). Blocks have no default constructor, so child members are registered in the
+// member initializer list (Block, the base, is constructed first):
 //
 //   class Mlp : public mx::gluon::Block {
 //    public:
-//     Mlp() : Block("mlp") { hidden_ = register_child(nn::Dense(256, "relu"), "hidden");
-//                            out_ = register_child(nn::Dense(10), "out"); }
+//     Mlp() : Block("mlp"), hidden_(register_child(nn::Dense(256, "relu"), "hidden")),
+//             out_(register_child(nn::Dense(10), "out")) {}
 //     nd::NDArray forward(const nd::NDArray& x) override { return out_(hidden_(x)); }
 //    private:
 //     nn::Dense hidden_, out_;

@@ -5,7 +5,13 @@
 namespace mx::gluon {
 
 void ParameterDict::add(const Parameter& param) {
-  if (contains(param.name())) throw ValueError("ParameterDict: duplicate parameter name '" + param.name() + "'");
+  for (const auto& [key, existing] : params_) {
+    if (key != param.name()) continue;
+    // One parameter reached twice (a block added twice, shared weights) is kept once, as MXNet's
+    // ParameterDict.update; two parameters with one name are an error.
+    if (existing.is(param)) return;
+    throw ValueError("ParameterDict: duplicate parameter name '" + param.name() + "'");
+  }
   params_.emplace_back(param.name(), param);
 }
 

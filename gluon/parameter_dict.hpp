@@ -11,7 +11,9 @@ namespace mx::gluon {
 
 class ParameterDict {
  public:
-  void add(const Parameter& param);  // throws mx::ValueError on a name that is already there
+  // Adds param; the same parameter again is kept once. Throws mx::ValueError on another parameter
+  // with a name that is already there.
+  void add(const Parameter& param);
 
   std::size_t size() const { return params_.size(); }
   bool contains(const std::string& name) const;

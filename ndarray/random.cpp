@@ -83,12 +83,15 @@ void fill_uniform(const std::vector<NDArray>& arrays, double low, double high) {
 void fill_normal(const std::vector<NDArray>& arrays, double loc, double scale) {
   fill_aligned("random.fill_normal", arrays, &Backend::random_normal, loc, scale);
   // Note [normal draws across contexts]: cuRAND's host and device generators draw the same
-  // uniforms, but their normal transforms round differently (a few ulps). Every context has drawn,
-  // so that the generators stay in step; the copies then take the first array's values.
-  for (std::size_t i = 1; i < arrays.size(); ++i) {
-    if (arrays[i].is(arrays[0])) continue;
-    NDArray target = arrays[i];
-    arrays[0].copyto(target);
+  // uniforms, but their normal transforms (log, sincos) round differently on the CPU, by a few
+  // ulps; every GPU computes them alike. So each GPU keeps its own draws, and cpu(0) copies take
+  // the values of the first GPU copy. Every context has drawn, so the generators stay in step.
+  const auto source = std::find_if(arrays.begin(), arrays.end(), [](const NDArray& a) { return a.context().is_gpu(); });
+  if (source == arrays.end()) return;
+  for (const NDArray& a : arrays) {
+    if (a.context().is_gpu() || a.is(*source)) continue;
+    NDArray target = a;
+    source->copyto(target);
   }
 }
 

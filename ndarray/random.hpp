@@ -26,8 +26,8 @@ NDArray normal(double loc = 0.0, double scale = 1.0, const Shape& shape = {1},
 
 // Fill every array (one shape and dtype, any contexts) with the same draws, generated on each
 // array's own context: all generators draw at the furthest position among them. This is how
-// parameter copies on several contexts get bit-identical initial values. (Normal values are drawn
-// on every context too, then copied from the first array: host and device normals differ in ulps.)
+// parameter copies on several contexts get bit-identical initial values. (Normal values on cpu(0)
+// are drawn and then replaced by the first GPU copy's: host and device normals differ in ulps.)
 void fill_uniform(const std::vector<NDArray>& arrays, double low, double high);
 void fill_normal(const std::vector<NDArray>& arrays, double loc, double scale);
 

@@ -1,1 +1,407 @@
 #include "test/support/boost_test.hpp"
+#include "test/support/contexts.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <gluon/nn.hpp>
+
+namespace nd = mx::nd;
+namespace gluon = mx::gluon;
+namespace nn = mx::gluon::nn;
+namespace tt = boost::test_tools;
+namespace fs = std::filesystem;
+
+// save_parameters / load_parameters: bit-identical round trips between any contexts, structural
+// names, and files that are missing, truncated, corrupted or of another net, each rejected with
+// its reason and without touching the block.
+
+namespace {
+
+// A fresh directory under the system's temporary directory, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
+    path_ = fs::temp_directory_path() /
+            ("ndgluon_parameter_file_test_" + std::to_string(stamp) + "_" + std::to_string(counter++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// zlib's CRC-32 (polynomial 0xEDB88320), to forge files whose checksum is right but whose contents
+// are not.
+std::uint32_t crc32(const std::string& bytes) {
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char c : bytes) {
+    crc ^= c;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return crc ^ 0xFFFFFFFFu;
+}
+
+// body (everything but the old checksum) followed by its CRC-32.
+std::string with_checksum(const std::string& body) {
+  const std::uint32_t crc = crc32(body);
+  std::string out = body;
+  out.append(reinterpret_cast<const char*>(&crc), 4);
+  return out;
+}
+
+std::vector<std::uint32_t> bits_of(const nd::NDArray& a) {
+  const std::vector<float> values = a.asvector<float>();
+  std::vector<std::uint32_t> bits(values.size());
+  std::memcpy(bits.data(), values.data(), values.size() * sizeof(float));
+  return bits;
+}
+
+// Every parameter of a block by structural name, as bits of its copy on each of its contexts.
+using Snapshot = std::vector<std::pair<std::string, std::vector<std::vector<std::uint32_t>>>>;
+
+Snapshot snapshot(const gluon::Block& block) {
+  Snapshot out;
+  for (const auto& [key, param] : block.structural_params()) {
+    std::vector<std::vector<std::uint32_t>> copies;
+    for (const nd::NDArray& d : param.list_data()) copies.push_back(bits_of(d));
+    out.emplace_back(key, std::move(copies));
+  }
+  return out;
+}
+
+void check_same(const Snapshot& a, const Snapshot& b) {
+  BOOST_TEST_REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    BOOST_TEST_CONTEXT(a[i].first) {
+      BOOST_TEST(a[i].first == b[i].first);
+      BOOST_TEST_REQUIRE(a[i].second.size() == b[i].second.size());
+      for (std::size_t c = 0; c < a[i].second.size(); ++c) {
+        BOOST_TEST(a[i].second[c] == b[i].second[c], tt::per_element());
+      }
+    }
+  }
+}
+
+// The net of these tests: 6 -> 5 (relu) -> 3, all shapes known.
+nn::Sequential make_net() {
+  nn::Sequential net;
+  net.add(nn::Dense(5, "relu", true, 6), nn::Dense(3, "", true, 5));
+  return net;
+}
+
+// A net with random weights and non-zero biases on ctxs.
+nn::Sequential initialized_net(const std::vector<mx::Context>& ctxs) {
+  nn::Sequential net = make_net();
+  net.initialize(mx::init::Normal(1.0), ctxs);
+  for (std::size_t i = 0; i < net.size(); ++i) {
+    gluon::Parameter& bias = net.at<nn::Dense>(i).bias();
+    bias.set_data(nd::random::uniform(-1, 1, bias.shape(), mx::cpu()));
+  }
+  return net;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(parameter_file)
+
+BOOST_AUTO_TEST_CASE(round_trip_is_bit_identical_between_every_pair_of_contexts) {
+  const TempDir dir;
+  mx::random::seed(21);
+  ndg_test::for_each_context([&](mx::Context saved_on) {
+    nn::Sequential source = initialized_net({saved_on});
+    const std::string path = dir.file("net_" + std::to_string(static_cast<int>(saved_on.device_type())) + "_" +
+                                      std::to_string(saved_on.device_id()) + ".params");
+    source.save_parameters(path);
+    BOOST_TEST(fs::exists(path));
+    const Snapshot saved = snapshot(source);
+    for (mx::Context load_on : ndg_test::all_contexts()) {
+      BOOST_TEST_CONTEXT("loaded on " << load_on.str()) {
+        nn::Sequential target = make_net();
+        target.initialize(mx::init::Zero(), load_on);
+        target.load_parameters(path, load_on);
+        for (const auto& [key, param] : target.structural_params()) {
+          BOOST_TEST(param.list_ctx() == std::vector<mx::Context>{load_on}, tt::per_element());
+          BOOST_TEST(param.data(load_on).context() == load_on);
+        }
+        check_same(snapshot(target), saved);
+        // And it computes what the source computes.
+        const nd::NDArray x = nd::random::uniform(-1, 1, {4, 6}, mx::cpu());
+        BOOST_TEST(ndg_test::relative_error(target(x.copyto(load_on)).asvector<double>(),
+                                            source(x.copyto(saved_on)).asvector<double>()) < 1e-5);
+      }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(loads_into_a_fresh_net_by_structural_name) {
+  const TempDir dir;
+  const std::string path = dir.file("fresh.params");
+  nn::Sequential source = initialized_net({mx::cpu()});
+  source.save_parameters(path);
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    // A new net has new global names (denseN_ with other N) but the same structure.
+    nn::Sequential target = make_net();
+    BOOST_TEST(target.at<nn::Dense>(0).weight().name() != source.at<nn::Dense>(0).weight().name());
+    // Never initialised, and loaded straight away: load_parameters initialises it.
+    BOOST_TEST(!target.at<nn::Dense>(0).weight().is_initialized());
+    target.load_parameters(path, ctx);
+    check_same(snapshot(target), snapshot(source));
+    // A net whose first layer is deferred takes its shape from the file.
+    nn::Sequential deferred;
+    deferred.add(nn::Dense(5, "relu"), nn::Dense(3));
+    deferred.initialize(mx::init::Uniform(), ctx);
+    deferred.load_parameters(path, ctx);
+    BOOST_TEST(deferred.at<nn::Dense>(0).weight().shape() == (mx::Shape{5, 6}));
+    check_same(snapshot(deferred), snapshot(source));
+  });
+  // The names in the file are structural: "0.weight", not "dense7_weight".
+  const std::string bytes = read_bytes(path);
+  for (const char* key : {"0.weight", "0.bias", "1.weight", "1.bias"}) {
+    BOOST_TEST(bytes.find(key) != std::string::npos, "file lacks " << key);
+  }
+  BOOST_TEST(bytes.find(source.at<nn::Dense>(0).prefix()) == std::string::npos);
+  BOOST_TEST(bytes.substr(0, 8) == "NDGLUONP");
+}
+
+BOOST_AUTO_TEST_CASE(loads_onto_several_contexts) {
+  const TempDir dir;
+  const std::string path = dir.file("several.params");
+  const auto ctxs = ndg_test::all_contexts();
+  nn::Sequential source = initialized_net({ctxs.back()});
+  source.save_parameters(path);
+  const Snapshot saved = snapshot(source);
+  nn::Sequential target = make_net();
+  target.initialize(mx::init::Zero(), mx::cpu());
+  target.load_parameters(path, ctxs);
+  std::size_t checked = 0;
+  for (const auto& [key, param] : target.structural_params()) {
+    BOOST_TEST_CONTEXT(key) {
+      BOOST_TEST(param.list_ctx() == ctxs, tt::per_element());
+      const auto it = std::find_if(saved.begin(), saved.end(), [&](const auto& e) { return e.first == key; });
+      BOOST_TEST_REQUIRE((it != saved.end()));
+      ndg_test::for_each_context([&](mx::Context ctx) {
+        BOOST_TEST(param.data(ctx).context() == ctx);
+        BOOST_TEST(bits_of(param.data(ctx)) == it->second.front(), tt::per_element());
+        BOOST_TEST(param.grad(ctx).context() == ctx);
+        ++checked;
+      });
+    }
+  }
+  BOOST_TEST(checked == 4 * ctxs.size());
+  // The loaded net runs on every context with the same result.
+  const nd::NDArray x = nd::random::uniform(-1, 1, {2, 6}, mx::cpu());
+  const auto reference = target(x).asvector<double>();
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    BOOST_TEST(ndg_test::relative_error(target(x.copyto(ctx)).asvector<double>(), reference) < 1e-6);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(corrupted_files_are_rejected_and_change_nothing) {
+  const TempDir dir;
+  const std::string good = dir.file("good.params");
+  nn::Sequential source = initialized_net({mx::cpu()});
+  source.save_parameters(good);
+  const std::string bytes = read_bytes(good);
+  // 8 magic + 4 version + 4 count + 4 CRC, and the values of 5*6 + 5 + 3*5 + 3 floats.
+  BOOST_TEST_REQUIRE(bytes.size() > 20 + 58 * 4);
+  const std::size_t body = bytes.size() - 4;
+
+  // What a failed load must leave alone: a net with its own values on every context.
+  const auto ctxs = ndg_test::all_contexts();
+  nn::Sequential target = initialized_net(ctxs);
+  const Snapshot before = snapshot(target);
+
+  const auto check_rejected = [&](const std::string& label, const std::string& content, auto error_tag,
+                                  const std::vector<std::string>& parts) {
+    using ErrorType = typename decltype(error_tag)::type;
+    BOOST_TEST_CONTEXT(label) {
+      const std::string path = dir.file(label + ".params");
+      write_bytes(path, content);
+      bool thrown = false;
+      try {
+        target.load_parameters(path, ctxs);
+      } catch (const ErrorType& e) {
+        thrown = true;
+        const std::string message = e.what();
+        for (const std::string& part : parts) {
+          BOOST_TEST(message.find(part) != std::string::npos, "message \"" << message << "\" lacks \"" << part << "\"");
+        }
+      } catch (const std::exception& e) {
+        BOOST_TEST(false, "wrong exception type: " << e.what());
+      }
+      BOOST_TEST(thrown);
+      check_same(snapshot(target), before);
+    }
+  };
+  struct FileErr { using type = mx::FileError; };
+  struct ShapeErr { using type = mx::ShapeError; };
+
+  // 1. Missing file.
+  {
+    const std::string missing = dir.file("no_such.params");
+    NDG_CHECK_THROWS_WITH(target.load_parameters(missing, ctxs), mx::FileError, "cannot open", missing);
+    check_same(snapshot(target), before);
+  }
+  // 2. Empty file.
+  check_rejected("empty", "", FileErr{}, {"empty.params", "truncated", "0 bytes"});
+  // 3. Bad magic.
+  {
+    std::string bad = bytes;
+    bad[0] = 'X';
+    check_rejected("bad_magic", bad, FileErr{}, {"bad_magic.params", "not an ndgluon parameter file", "magic"});
+  }
+  // 4. Another format version (bytes 8..11), with the checksum fixed too.
+  {
+    std::string v2 = bytes.substr(0, body);
+    const std::uint32_t version = 2;
+    std::memcpy(v2.data() + 8, &version, 4);
+    check_rejected("version", with_checksum(v2), FileErr{}, {"version.params", "format version 2", "version 1"});
+    std::string v7 = bytes;
+    const std::uint32_t seven = 7;
+    std::memcpy(v7.data() + 8, &seven, 4);
+    check_rejected("version_unchecked", v7, FileErr{}, {"format version 7"});
+  }
+  // 5. Truncated in the middle.
+  check_rejected("truncated", bytes.substr(0, bytes.size() / 2), FileErr{}, {"truncated.params", "truncated"});
+  check_rejected("truncated_header", bytes.substr(0, 15), FileErr{}, {"truncated", "15 bytes"});
+  // 6. One flipped bit in the values: the checksum catches it.
+  {
+    std::string flipped = bytes;
+    flipped[body - 6] = static_cast<char>(flipped[body - 6] ^ 0x10);
+    check_rejected("flipped", flipped, FileErr{}, {"flipped.params", "checksum"});
+    std::string flipped_crc = bytes;
+    flipped_crc[body + 1] = static_cast<char>(flipped_crc[body + 1] ^ 0x01);
+    check_rejected("flipped_checksum", flipped_crc, FileErr{}, {"checksum"});
+  }
+  // 7. Trailing garbage appended.
+  check_rejected("trailing", bytes + "garbage!", FileErr{}, {"trailing.params", "checksum"});
+  // ... and trailing bytes with a checksum that covers them.
+  check_rejected("trailing_checked", with_checksum(bytes.substr(0, body) + "xyz"), FileErr{},
+                 {"3 unexpected bytes after its last entry"});
+  // 8. A file whose entry count claims more than there is (checksum right): truncated.
+  {
+    std::string more = bytes.substr(0, body);
+    const std::uint32_t count = 5;
+    std::memcpy(more.data() + 12, &count, 4);
+    check_rejected("count", with_checksum(more), FileErr{}, {"count.params", "truncated", "needed"});
+  }
+  // 9. An unknown dtype code in the first entry (after "0.weight"): checksum right.
+  {
+    std::string dtype = bytes.substr(0, body);
+    const std::size_t at = 16 + 4 + std::string("0.weight").size();
+    BOOST_TEST_REQUIRE(dtype.substr(20, 8) == "0.weight");
+    dtype[at] = static_cast<char>(200);
+    check_rejected("dtype", with_checksum(dtype), FileErr{}, {"0.weight", "unknown dtype code 200"});
+    // A byte count that does not fit the shape.
+    std::string count = bytes.substr(0, body);
+    const std::size_t bytes_at = at + 1 + 4 + 2 * 8;
+    std::uint64_t claimed = 0;
+    std::memcpy(&claimed, count.data() + bytes_at, 8);
+    BOOST_TEST_REQUIRE(claimed == 5u * 6u * 4u);
+    const std::uint64_t wrong = 999;
+    std::memcpy(count.data() + bytes_at, &wrong, 8);
+    check_rejected("byte_count", with_checksum(count), FileErr{}, {"0.weight", "(5, 6)", "999 bytes"});
+  }
+  // 10. A file of a net with another structure: a parameter the block needs is missing...
+  {
+    nn::Sequential smaller;
+    smaller.add(nn::Dense(5, "relu", true, 6));
+    smaller.initialize(mx::init::Uniform(), mx::cpu());
+    const std::string path = dir.file("smaller.params");
+    smaller.save_parameters(path);
+    check_rejected("missing_parameter", read_bytes(path), FileErr{}, {"has no parameter '1.weight'", target.name()});
+    // ... or the file has one the block does not have.
+    nn::Sequential larger = make_net();
+    larger.add(nn::Dense(2, "", true, 3));
+    larger.initialize(mx::init::Uniform(), mx::cpu());
+    larger.save_parameters(path);
+    check_rejected("extra_parameter", read_bytes(path), FileErr{}, {"'2.weight'", "does not have"});
+  }
+  // 11. A mismatched shape: Dense(5, in_units=6) saved, the target has in_units = 6 but the file
+  // comes from Dense(5, in_units=4).
+  {
+    nn::Sequential other;
+    other.add(nn::Dense(5, "relu", true, 4), nn::Dense(3, "", true, 5));
+    other.initialize(mx::init::Uniform(), mx::cpu());
+    const std::string path = dir.file("other_shape.params");
+    other.save_parameters(path);
+    check_rejected("shape", read_bytes(path), ShapeErr{}, {"'0.weight'", "(5, 6)", "(5, 4)"});
+  }
+
+  // After all of that the good file still loads.
+  target.load_parameters(good, ctxs);
+  check_same(snapshot(target), [&] {
+    Snapshot expected;
+    for (const auto& [key, copies] : snapshot(source)) {
+      expected.emplace_back(key, std::vector<std::vector<std::uint32_t>>(ctxs.size(), copies.front()));
+    }
+    return expected;
+  }());
+}
+
+BOOST_AUTO_TEST_CASE(dense_shape_mismatch_names_both_shapes) {
+  const TempDir dir;
+  const std::string path = dir.file("dense3.params");
+  nn::Dense three(4, "", true, 3);
+  three.initialize(mx::init::Uniform(), mx::cpu());
+  three.save_parameters(path);
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    nn::Dense five(4, "", true, 5);
+    five.initialize(mx::init::Constant(0.75), ctx);
+    NDG_CHECK_THROWS_WITH(five.load_parameters(path, ctx), mx::ShapeError, "'weight'", five.weight().name(), "(4, 5)",
+                          "(4, 3)", path);
+    // Unchanged, on its context.
+    BOOST_TEST(five.weight().shape() == (mx::Shape{4, 5}));
+    BOOST_TEST(five.weight().data(ctx).asvector<float>() == std::vector<float>(20, 0.75f), tt::per_element());
+    BOOST_TEST(five.bias().data(ctx).asvector<float>() == std::vector<float>(4, 0.0f), tt::per_element());
+    // The one that fits loads.
+    nn::Dense also_three(4, "", true, 3);
+    also_three.load_parameters(path, ctx);
+    BOOST_TEST(bits_of(also_three.weight().data(ctx)) == bits_of(three.weight().data(mx::cpu())), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(saving_needs_initialized_parameters) {
+  const TempDir dir;
+  nn::Dense deferred(3);
+  deferred.initialize(mx::init::Uniform(), mx::cpu());
+  NDG_CHECK_THROWS_WITH(deferred.save_parameters(dir.file("deferred.params")), mx::Error, deferred.weight().name(),
+                        "deferred");
+  nn::Dense fresh(3, "", true, 2);
+  NDG_CHECK_THROWS_WITH(fresh.save_parameters(dir.file("fresh.params")), mx::Error, fresh.weight().name(),
+                        "has not been initialized");
+  // A directory that does not exist cannot be written.
+  fresh.initialize(mx::init::Uniform(), mx::cpu());
+  const std::string nowhere = dir.file("no_dir/x.params");
+  NDG_CHECK_THROWS_WITH(fresh.save_parameters(nowhere), mx::FileError, nowhere);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
