@@ -16,6 +16,18 @@ namespace nn = mx::gluon::nn;
 
 namespace {
 
+// A block of one's own, as D2L's "custom layers": a hidden ReLU layer and an output layer, with a
+// forward that says how they compose. Children registered in the constructor belong to the block.
+class Mlp : public mx::gluon::Block {
+ public:
+  Mlp() : Block("mlp"), hidden_(register_child(nn::Dense(256, "relu"), "hidden")), out_(register_child(nn::Dense(10), "out")) {}
+  nd::NDArray forward(const nd::NDArray& x) override { return out_(hidden_(x)); }
+  nn::Dense& hidden() { return hidden_; }
+
+ private:
+  nn::Dense hidden_, out_;
+};
+
 // Milliseconds per call of fn, after one warm-up call; waits for queued work before each clock read.
 template <class Fn>
 double time_ms(Fn&& fn, int reps) {
@@ -48,12 +60,11 @@ void exercise1(mx::Context gpu) {
 
 void exercise2(mx::Context gpu) {
   std::printf("\n## Exercise 2: reading and writing parameters on %s\n", gpu.str().c_str());
-  nn::Sequential net;
-  net.add(nn::Dense(256, "relu"), nn::Dense(10));
+  Mlp net;
   net.initialize(mx::init::Normal(0.01), gpu);
   auto x = nd::random::uniform(0, 1, {2, 20}, gpu);
   net(x).wait_to_read();
-  auto& dense = net.at<nn::Dense>(0);
+  auto& dense = net.hidden();
   std::printf("weight %s lives on %s; its first value read back to the host: %.6f\n",
               dense.weight().name().c_str(), dense.weight().data().context().str().c_str(),
               dense.weight().data()[0][0].asscalar<float>());
