@@ -95,6 +95,16 @@ class GpuBackend final : public Backend {
     OnDevice on(ctx, "dense");
     cuda::bias_activation(on.stream(), dt, out, bias, rows, cols, act);
   }
+  void sgd_update(Context ctx, DType dt, void* weight, const void* grad, void* mom, std::int64_t n,
+                  const functors::OptimizerStep& step) override {
+    OnDevice on(ctx, "sgd_update");
+    cuda::sgd_update(on.stream(), dt, weight, grad, mom, n, step);
+  }
+  void adam_update(Context ctx, DType dt, void* weight, const void* grad, void* mean, void* var, std::int64_t n,
+                   const functors::OptimizerStep& step) override {
+    OnDevice on(ctx, "adam_update");
+    cuda::adam_update(on.stream(), dt, weight, grad, mean, var, n, step);
+  }
   void gather(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) override {
     OnDevice on(ctx, "transpose");
     cuda::gather(on.stream(), dt, index, in, out);

@@ -82,6 +82,16 @@ struct Identity {
   template <class T> NDG_HD T operator()(T x) const { return x; }
 };
 
+template <class T>
+__global__ void sgd_elements(T* weight, const T* grad, T* mom, std::int64_t n, functors::OptimizerStep step) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) step.sgd(weight[i], grad[i], mom ? mom + i : nullptr);
+}
+
+template <class T>
+__global__ void adam_elements(T* weight, const T* grad, T* mean, T* var, std::int64_t n, functors::OptimizerStep step) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) step.adam(weight[i], grad[i], mean[i], var[i]);
+}
+
 template <int N>
 std::int64_t index_size(const StridedIndex<N>& index) {
   std::int64_t n = 1;
@@ -191,6 +201,28 @@ void bias_activation(cudaStream_t stream, DType dt, void* out, const void* bias,
     });
   }
   check_launch("bias_activation");
+}
+
+void sgd_update(cudaStream_t stream, DType dt, void* weight, const void* grad, void* mom, std::int64_t n,
+                const functors::OptimizerStep& step) {
+  if (n == 0) return;
+  dispatch_floating(dt, "sgd_update", [&](auto tag) {
+    using T = decltype(tag);
+    sgd_elements<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(weight), static_cast<const T*>(grad),
+                                                         static_cast<T*>(mom), n, step);
+  });
+  check_launch("sgd_update");
+}
+
+void adam_update(cudaStream_t stream, DType dt, void* weight, const void* grad, void* mean, void* var,
+                 std::int64_t n, const functors::OptimizerStep& step) {
+  if (n == 0) return;
+  dispatch_floating(dt, "adam_update", [&](auto tag) {
+    using T = decltype(tag);
+    adam_elements<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(weight), static_cast<const T*>(grad),
+                                                          static_cast<T*>(mean), static_cast<T*>(var), n, step);
+  });
+  check_launch("adam_update");
 }
 
 void fill(cudaStream_t stream, DType dt, void* out, std::int64_t n, double value) {

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "context/device.hpp"
+#include "ndarray/autograd.hpp"
 #include "ndarray/checks.hpp"
 #include "ndarray/creation.hpp"
 
@@ -58,9 +59,20 @@ bool Parameter::is_deferred() const { return state_->deferred_default != nullptr
 void Parameter::set_grad_req(const std::string& req) {
   check_grad_req(state_->name, req);
   state_->grad_req = req;
+  attach_grads();
+}
+
+// One zero gradient per copy, and the copies marked as autograd variables writing into them.
+void Parameter::attach_grads() {
   state_->grads.clear();
-  if (req == "null") return;
-  for (const auto& d : state_->data) state_->grads.push_back(nd::zeros(d.shape(), d.context(), d.dtype()));
+  for (nd::NDArray& d : state_->data) {
+    if (state_->grad_req == "null") {
+      d.set_autograd_node(nullptr);
+      continue;
+    }
+    state_->grads.push_back(nd::zeros(d.shape(), d.context(), d.dtype()));
+    autograd::mark_variable(d, state_->grads.back(), state_->grad_req);
+  }
 }
 
 void Parameter::initialize(const init::Initializer& default_init, const std::vector<Context>& ctxs, bool force_reinit) {
@@ -84,16 +96,13 @@ void Parameter::initialize(const init::Initializer& default_init, const std::vec
 
 // Creates the copies on ctxs and fills them with identical values generated on each context.
 void Parameter::allocate(const init::Initializer& default_init, const std::vector<Context>& ctxs) {
-  std::vector<nd::NDArray> data, grads;
-  for (Context ctx : ctxs) {
-    data.emplace_back(state_->shape, ctx, state_->dtype);
-    if (state_->grad_req != "null") grads.push_back(nd::zeros(state_->shape, ctx, state_->dtype));
-  }
+  std::vector<nd::NDArray> data;
+  for (Context ctx : ctxs) data.emplace_back(state_->shape, ctx, state_->dtype);
   if (state_->init) (*state_->init).fill(data);
   else default_init.fill_by_name(state_->name, data);
   state_->ctxs = ctxs;
   state_->data = std::move(data);
-  state_->grads = std::move(grads);
+  attach_grads();
   state_->deferred_ctxs.clear();
   state_->deferred_default.reset();
 }
@@ -177,16 +186,13 @@ void Parameter::reset_ctx(const std::vector<Context>& ctxs) {
 }
 
 void Parameter::load_init(const nd::NDArray& value, const std::vector<Context>& ctxs) {
-  std::vector<nd::NDArray> data, grads;
-  for (Context ctx : ctxs) {
-    data.push_back(value.copyto(ctx));
-    if (state_->grad_req != "null") grads.push_back(nd::zeros(value.shape(), ctx, value.dtype()));
-  }
+  std::vector<nd::NDArray> data;
+  for (Context ctx : ctxs) data.push_back(value.detach().copyto(ctx));
   state_->shape = value.shape();
   state_->dtype = value.dtype();
   state_->ctxs = ctxs;
   state_->data = std::move(data);
-  state_->grads = std::move(grads);
+  attach_grads();
   state_->deferred_ctxs.clear();
   state_->deferred_default.reset();
 }

@@ -63,6 +63,7 @@ class Parameter {
   struct State;
   std::shared_ptr<State> state_;
   void allocate(const init::Initializer& default_init, const std::vector<Context>& ctxs);
+  void attach_grads();
   std::size_t index_of(Context ctx, const char* what) const;
 };
 

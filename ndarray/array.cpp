@@ -4,6 +4,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "ndarray/autograd.hpp"
 #include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
 #include "ndarray/creation.hpp"
@@ -41,6 +42,12 @@ NDArray NDArray::copyto(Context ctx) const {
   detail::check_not_none("copyto", *this);
   NDArray out(shape_, ctx, dtype_);
   copyto(out);
+  if (autograd::needs_record({this})) {
+    // The gradient goes back to where the source lives: backward runs on the forward's contexts.
+    autograd::record_op("copyto", out, {this}, [src = context()](const NDArray& g) {
+      return std::vector<NDArray>{g.copyto(src)};
+    });
+  }
   return out;
 }
 
@@ -70,6 +77,11 @@ NDArray NDArray::astype(DType dtype) const {
   if (dtype == dtype_) return copy();
   NDArray out(shape_, context(), dtype);
   backend(context()).cast(context(), dtype_, data(), dtype, out.data(), size());
+  if (autograd::needs_record({this})) {
+    autograd::record_op("astype", out, {this}, [from = dtype_](const NDArray& g) {
+      return std::vector<NDArray>{g.astype(from)};
+    });
+  }
   return out;
 }
 
@@ -96,6 +108,12 @@ NDArray NDArray::reshape(const Shape& shape) const {
   }
   NDArray view = *this;
   view.shape_ = target;
+  view.node_.reset();
+  if (autograd::needs_record({this})) {
+    autograd::record_op("reshape", view, {this}, [from = shape_](const NDArray& g) {
+      return std::vector<NDArray>{g.reshape(from)};
+    });
+  }
   return view;
 }
 
@@ -113,6 +131,16 @@ NDArray NDArray::slice(std::int64_t begin, std::int64_t end) const {
   view.shape_[0] = end - begin;
   view.offset_ += static_cast<std::size_t>(begin * (size() / std::max<std::int64_t>(n, 1))) *
                   dtype_size(dtype_);
+  view.node_.reset();
+  if (autograd::needs_record({this})) {
+    // The gradient of the rows [begin, end) is g; of the other rows, 0.
+    autograd::record_op("slice", view, {this}, [shape = shape_, begin, end](const NDArray& g) {
+      NDArray full = zeros(shape, g.context(), g.dtype());
+      NDArray rows = full.slice(begin, end);
+      g.copyto(rows);
+      return std::vector<NDArray>{full};
+    });
+  }
   return view;
 }
 
@@ -161,8 +189,18 @@ NDArray NDArray::tanh() const { return nd::tanh(*this); }
 namespace {
 
 // a op= b: b broadcasts to a's shape and the result is written into a's storage.
+// In-place updates would corrupt the values a recorded op saved for its backward, as in MXNet.
+void check_not_recorded(const char* op, const NDArray& a) {
+  if (autograd::is_recording() && a.autograd_node()) {
+    throw Error(std::string(op) + " (in place) on " + detail::describe(a) +
+                " while autograd is recording: in-place updates of recorded arrays are not supported; "
+                "write `a = a + b` instead");
+  }
+}
+
 void update_in_place(BinaryOp op, NDArray& a, const NDArray& b) {
   const char* name = op_name(op);
+  check_not_recorded(name, a);
   detail::check_same_context(name, a, b);
   detail::check_same_dtype(name, a, b);
   const Shape out = broadcast_shapes(name, a.shape(), b.shape());
@@ -177,6 +215,7 @@ void update_in_place(BinaryOp op, NDArray& a, const NDArray& b) {
 
 void update_in_place(BinaryOp op, NDArray& a, double b) {
   detail::check_not_none(op_name(op), a);
+  check_not_recorded(op_name(op), a);
   backend(a.context()).binary_scalar(a.context(), op, a.dtype(), a.data(), b, false, a.data(), a.size());
 }
 
@@ -195,6 +234,27 @@ NDArray& NDArray::fill(double value) {
   detail::check_not_none("fill", *this);
   backend(context()).fill(context(), dtype_, data(), size(), value);
   return *this;
+}
+
+void NDArray::attach_grad(const std::string& grad_req) {
+  detail::check_not_none("attach_grad", *this);
+  autograd::mark_variable(*this, zeros(shape_, context(), dtype_), grad_req);
+}
+
+NDArray NDArray::grad() const {
+  if (!node_ || !node_->leaf) {
+    throw Error("grad: " + detail::describe(*this) + " has no gradient; call attach_grad() on it before recording");
+  }
+  return node_->grad;
+}
+
+void NDArray::backward() const { autograd::backward(*this); }
+void NDArray::backward(const NDArray& head_grad) const { autograd::backward(*this, head_grad); }
+
+NDArray NDArray::detach() const {
+  NDArray out = *this;
+  out.node_.reset();
+  return out;
 }
 
 void NDArray::wait_to_read() const {

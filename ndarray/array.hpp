@@ -17,6 +17,10 @@
 #include "ndarray/shape.hpp"
 #include "ndarray/storage.hpp"
 
+namespace mx::autograd {
+struct Node;
+}
+
 namespace mx::nd {
 
 class NDArray {
@@ -91,6 +95,17 @@ class NDArray {
   // The first element's address on the array's context (for backends and interop).
   void* data() const;
 
+  // Autograd (see ndarray/autograd.hpp). attach_grad gives this array a zero gradient buffer;
+  // ops on it inside autograd::record() are recorded, and backward() fills grad().
+  void attach_grad(const std::string& grad_req = "write");
+  NDArray grad() const;  // throws mx::Error unless attach_grad was called
+  void backward() const;                           // head gradient: ones
+  void backward(const NDArray& head_grad) const;
+  // The same values without the recorded history (a handle to the same storage).
+  NDArray detach() const;
+  const std::shared_ptr<autograd::Node>& autograd_node() const { return node_; }
+  void set_autograd_node(std::shared_ptr<autograd::Node> node) { node_ = std::move(node); }
+
  private:
   // Copies the elements to host memory as dtype `as` (converting if needed).
   void copy_to_host(void* dst, DType as) const;
@@ -99,6 +114,7 @@ class NDArray {
   Shape shape_;
   DType dtype_ = DType::float32;
   std::size_t offset_ = 0;  // bytes from the start of storage_
+  std::shared_ptr<autograd::Node> node_;  // how this array was computed, when recorded
 };
 
 template <class T>

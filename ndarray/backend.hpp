@@ -9,6 +9,7 @@
 
 #include "context/context.hpp"
 #include "ndarray/dtype.hpp"
+#include "ndarray/functors.hpp"
 #include "ndarray/op_kinds.hpp"
 #include "ndarray/strided_index.hpp"
 
@@ -58,6 +59,11 @@ class Backend {
   // act means identity.
   virtual void bias_activation(Context ctx, DType dt, void* out, const void* bias, std::int64_t rows,
                                std::int64_t cols, std::optional<UnaryOp> act) = 0;
+  // One fused pass of an optimizer over n elements (float32/float64). mom may be null (plain SGD).
+  virtual void sgd_update(Context ctx, DType dt, void* weight, const void* grad, void* mom, std::int64_t n,
+                          const functors::OptimizerStep& step) = 0;
+  virtual void adam_update(Context ctx, DType dt, void* weight, const void* grad, void* mean, void* var,
+                           std::int64_t n, const functors::OptimizerStep& step) = 0;
   // out[i] = in[index(i)]: transpose and broadcast_to.
   virtual void gather(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) = 0;
   // out (outer, inner); for argmax/argmin out is float32 positions, as in MXNet.

@@ -17,4 +17,8 @@ void check_same_context(const char* op, const std::vector<NDArray>& arrays);
 void check_same_dtype(const char* op, const NDArray& a, const NDArray& b);
 void check_floating(const char* op, const NDArray& x);
 
+// The gradient of a broadcast operand: grad summed over the axes along which an operand of
+// `shape` was broadcast (NumPy rules), reshaped to `shape`.
+NDArray sum_to(const NDArray& grad, const Shape& shape);
+
 }  // namespace mx::nd::detail

@@ -38,8 +38,10 @@ NDArray arange(double start, double stop, double step, Context ctx, DType dtype)
 
 NDArray arange(double stop, Context ctx, DType dtype) { return arange(0.0, stop, 1.0, ctx, dtype); }
 
-NDArray array(std::initializer_list<double> values, Context ctx, DType dtype) {
-  return array(std::vector<double>(values), {static_cast<std::int64_t>(values.size())}, ctx, dtype);
+NDArray array(std::initializer_list<Scalar> values, Context ctx, DType dtype) {
+  std::vector<double> data;
+  for (Scalar v : values) data.push_back(v.value);
+  return array(data, {static_cast<std::int64_t>(data.size())}, ctx, dtype);
 }
 
 NDArray array(std::initializer_list<std::initializer_list<double>> rows, Context ctx, DType dtype) {

@@ -23,8 +23,15 @@ NDArray arange(double start, double stop, double step = 1.0, Context ctx = curre
                DType dtype = DType::float32);
 NDArray arange(double stop, Context ctx = current_context(), DType dtype = DType::float32);
 
-// From values: array({1, 2, 3}) is (3,), array({{1, 2}, {3, 4}}) is (2, 2).
-NDArray array(std::initializer_list<double> values, Context ctx = current_context(),
+// One value of a 1-D initializer list. Being a class, it makes array({{1}, {2}}) pick the 2-D
+// overload (a column), where a plain double would make the call ambiguous.
+struct Scalar {
+  Scalar(double v) : value(v) {}  // implicit: array({1, 2.5, 3})
+  double value;
+};
+
+// From values: array({1, 2, 3}) is (3,), array({{1, 2}, {3, 4}}) is (2, 2), array({{1}, {2}}) (2, 1).
+NDArray array(std::initializer_list<Scalar> values, Context ctx = current_context(),
               DType dtype = DType::float32);
 NDArray array(std::initializer_list<std::initializer_list<double>> rows,
               Context ctx = current_context(), DType dtype = DType::float32);

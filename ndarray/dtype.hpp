@@ -47,4 +47,12 @@ decltype(auto) dispatch_dtype(DType dt, Fn&& fn) {
   throw DTypeError("unknown dtype code " + std::to_string(static_cast<int>(dt)));
 }
 
+// dispatch_dtype for float32 and float64 only; other dtypes throw mx::DTypeError naming op.
+template <class Fn>
+void dispatch_floating(DType dt, const char* op, Fn&& fn) {
+  if (dt == DType::float32) return fn(float{});
+  if (dt == DType::float64) return fn(double{});
+  throw DTypeError(std::string(op) + " supports float32 and float64, not " + dtype_name(dt));
+}
+
 }  // namespace mx

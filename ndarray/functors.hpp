@@ -69,6 +69,39 @@ struct Affine {
   }
 };
 
+// Optimizer steps, one element at a time (MXNet's sgd_mom_update / adam_update), so that one pass
+// over a parameter reads weight, gradient and state once and writes them once.
+struct OptimizerStep {
+  double lr = 0.01, wd = 0, rescale = 1, clip = -1;  // clip <= 0: no clipping
+  double momentum = 0, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  double lr_t = 0.01;  // Adam's bias-corrected step size for this update
+
+  template <class T>
+  NDG_HD T gradient(T grad, T weight) const {
+    T g = static_cast<T>(grad * T(rescale));
+    if (clip > 0) g = g > T(clip) ? T(clip) : (g < T(-clip) ? T(-clip) : g);
+    return static_cast<T>(g + T(wd) * weight);
+  }
+  // SGD with momentum: mom = momentum * mom - lr * g; weight += mom (mom may be null).
+  template <class T>
+  NDG_HD void sgd(T& weight, T grad, T* mom) const {
+    const T g = gradient(grad, weight);
+    if (mom) {
+      *mom = static_cast<T>(T(momentum) * *mom - T(lr) * g);
+      weight = static_cast<T>(weight + *mom);
+    } else {
+      weight = static_cast<T>(weight - T(lr) * g);
+    }
+  }
+  template <class T>
+  NDG_HD void adam(T& weight, T grad, T& mean, T& var) const {
+    const T g = gradient(grad, weight);
+    mean = static_cast<T>(T(beta1) * mean + T(1 - beta1) * g);
+    var = static_cast<T>(T(beta2) * var + T(1 - beta2) * g * g);
+    weight = static_cast<T>(weight - T(lr_t) * mean / (std::sqrt(var) + T(epsilon)));
+  }
+};
+
 // Reductions: an accumulator type, an identity-free combine, and for max/min/arg* a strict
 // "better than" so that ties keep the first position, as NumPy does. NaN propagates.
 template <class T> using SumType = std::conditional_t<std::is_floating_point_v<T>, T, std::int64_t>;

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <numeric>
 
+#include "ndarray/autograd.hpp"
 #include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
+#include "ndarray/creation.hpp"
 
 namespace mx::nd {
 
@@ -62,6 +64,13 @@ NDArray transpose(const NDArray& x, const std::vector<int>& axes_in) {
   for (auto& a : normalized) a = a < 0 ? a + x.ndim() : a;
   backend(x.context()).gather(x.context(), x.dtype(), make_transpose_index(x.shape(), normalized),
                               x.data(), out.data());
+  if (autograd::needs_record({&x})) {
+    autograd::record_op("transpose", out, {&x}, [normalized](const NDArray& g) {
+      std::vector<int> inverse(normalized.size());
+      for (std::size_t d = 0; d < normalized.size(); ++d) inverse[static_cast<std::size_t>(normalized[d])] = static_cast<int>(d);
+      return std::vector<NDArray>{transpose(g, inverse)};
+    });
+  }
   return out;
 }
 
@@ -73,6 +82,11 @@ NDArray broadcast_to(const NDArray& x, const Shape& shape) {
   NDArray out(shape, x.context(), x.dtype());
   backend(x.context()).gather(x.context(), x.dtype(), make_broadcast_to_index(shape, x.shape()), x.data(),
                               out.data());
+  if (autograd::needs_record({&x})) {
+    autograd::record_op("broadcast_to", out, {&x}, [from = x.shape()](const NDArray& g) {
+      return std::vector<NDArray>{detail::sum_to(g, from)};
+    });
+  }
   return out;
 }
 
@@ -107,6 +121,21 @@ NDArray concat(const std::vector<NDArray>& arrays, int axis) {
     }
     column += width;
   }
+  std::vector<const NDArray*> inputs;
+  for (const NDArray& x : arrays) inputs.push_back(&x);
+  if (autograd::needs_record(inputs)) {
+    std::vector<std::int64_t> extents;
+    for (const NDArray& x : arrays) extents.push_back(x.shape()[a]);
+    autograd::record_op("concat", out, inputs, [a, extents](const NDArray& g) {
+      std::vector<NDArray> grads;
+      std::int64_t begin = 0;
+      for (std::int64_t extent : extents) {
+        grads.push_back(slice_axis(g, a, begin, begin + extent));
+        begin += extent;
+      }
+      return grads;
+    });
+  }
   return out;
 }
 
@@ -130,6 +159,21 @@ NDArray slice_axis(const NDArray& x, int axis, std::int64_t begin, std::int64_t 
   if (width > 0 && height > 0) {
     backend(x.context()).copy_2d(x.context(), out.data(), width, static_cast<char*>(x.data()) + start,
                                  src_pitch, width, height);
+  }
+  if (autograd::needs_record({&x})) {
+    // The gradient is g between zeros: concat(zeros before, g, zeros after) along the axis.
+    autograd::record_op("slice_axis", out, {&x}, [a, begin, end, shape = x.shape()](const NDArray& g) {
+      std::vector<NDArray> parts;
+      for (auto [from, to] : {std::pair{std::int64_t{0}, begin}, std::pair{end, shape[a]}}) {
+        if (to <= from) continue;
+        std::vector<std::int64_t> dims(shape.begin(), shape.end());
+        dims[static_cast<std::size_t>(a)] = to - from;
+        parts.push_back(zeros(Shape(dims), g.context(), g.dtype()));
+      }
+      if (begin > 0) parts.insert(parts.begin() + 1, g);
+      else parts.insert(parts.begin(), g);
+      return std::vector<NDArray>{concat(parts, a)};
+    });
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include "context/device.hpp"
 #include "context/error.hpp"
 #include "ndarray/array.hpp"
+#include "ndarray/autograd.hpp"
 #include "ndarray/creation.hpp"
 #include "ndarray/elementwise.hpp"
 #include "ndarray/linalg.hpp"
@@ -12,6 +13,7 @@
 #include "ndarray/print.hpp"
 #include "ndarray/random.hpp"
 #include "ndarray/reduce.hpp"
+#include "ndarray/softmax.hpp"
 
 namespace mx::nd {
 

@@ -1,10 +1,40 @@
 #include "ndarray/reduce.hpp"
 
+#include "ndarray/autograd.hpp"
 #include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
 #include "ndarray/elementwise.hpp"
+#include "ndarray/manipulation.hpp"
 
 namespace mx::nd {
+
+namespace detail {
+
+NDArray sum_to(const NDArray& grad, const Shape& shape) {
+  if (grad.shape() == shape) return grad;
+  NDArray r = grad;
+  while (r.ndim() > shape.ndim()) r = sum(r, 0);
+  for (int d = 0; d < shape.ndim(); ++d) {
+    if (shape[d] == 1 && r.shape()[d] != 1) r = sum(r, d, true);
+  }
+  return r.reshape(shape);
+}
+
+}  // namespace detail
+
+namespace {
+
+// The reduced result (or its gradient) reshaped so that it broadcasts against the input.
+NDArray expand_reduced(const NDArray& r, const Shape& input, std::optional<int> axis) {
+  std::vector<std::int64_t> dims(static_cast<std::size_t>(input.ndim()), 1);
+  if (axis) {
+    const int a = normalize_axis("reduce", *axis, input);
+    for (int d = 0; d < input.ndim(); ++d) dims[static_cast<std::size_t>(d)] = d == a ? 1 : input[d];
+  }
+  return r.reshape(Shape(dims));
+}
+
+}  // namespace
 
 NDArray reduce(ReduceOp op, const NDArray& x, std::optional<int> axis, bool keepdims) {
   const char* name = op_name(op);
@@ -34,15 +64,21 @@ NDArray reduce(ReduceOp op, const NDArray& x, std::optional<int> axis, bool keep
   }
   NDArray out(Shape(out_dims), x.context(), out_dtype);
   backend(x.context()).reduce(x.context(), op, x.dtype(), x.data(), out.data(), rs);
+  if (!is_arg && autograd::needs_record({&x})) {
+    autograd::record_op(name, out, {&x}, [op, axis, x = x.detach(), out = out.detach()](const NDArray& g) {
+      const NDArray spread = broadcast_to(expand_reduced(g, x.shape(), axis), x.shape());
+      if (op == ReduceOp::sum) return std::vector<NDArray>{spread};
+      // max/min: the gradient goes to every element equal to the extreme.
+      return std::vector<NDArray>{spread * (x == expand_reduced(out, x.shape(), axis))};
+    });
+  }
   return out;
 }
 
 NDArray mean(const NDArray& x, std::optional<int> axis, bool keepdims) {
   detail::check_floating("mean", x);
-  NDArray total = sum(x, axis, keepdims);
   const std::int64_t count = axis ? x.shape()[normalize_axis("mean", *axis, x.shape())] : x.size();
-  total /= static_cast<double>(count);
-  return total;
+  return sum(x, axis, keepdims) / static_cast<double>(count);
 }
 
 NDArray norm(const NDArray& x) {

@@ -1,11 +1,29 @@
 #include "gluon/nn/dense.hpp"
 
 #include "gluon/nn/activation.hpp"
+#include "ndarray/autograd.hpp"
 #include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
+#include "ndarray/elementwise.hpp"
 #include "ndarray/linalg.hpp"
+#include "ndarray/reduce.hpp"
 
 namespace mx::gluon::nn {
+
+namespace {
+
+// d activation / d input, from the activation's output y.
+nd::NDArray activation_slope(UnaryOp act, const nd::NDArray& y) {
+  switch (act) {
+    case UnaryOp::relu: return y > 0.0;
+    case UnaryOp::sigmoid: return y * (1.0 - y);
+    case UnaryOp::tanh: return 1.0 - nd::square(y);
+    case UnaryOp::softrelu: return 1.0 - nd::exp(-y);  // sigmoid(x), as y = log(1 + e^x)
+    default: throw ValueError(std::string("Dense: no derivative for activation ") + op_name(act));
+  }
+}
+
+}  // namespace
 
 Dense::Dense(std::int64_t units, const std::string& activation, bool use_bias, std::int64_t in_units,
              init::InitializerRef weight_initializer, init::InitializerRef bias_initializer, const std::string& prefix)
@@ -39,11 +57,19 @@ nd::NDArray Dense::forward(const nd::NDArray& x) {
                      std::to_string(w.shape()[1]));
   }
   const nd::NDArray wd = w.data(x.context());
-  nd::NDArray out = nd::dot(flat, wd, false, true);  // (batch, units)
+  const nd::NDArray product = nd::dot(flat, wd, false, true);  // (batch, units), recorded
+  if (!use_bias_ && !activation_) return product;
   const nd::NDArray b = use_bias_ ? bias().data(x.context()) : nd::NDArray();
-  if (use_bias_ || activation_) {
-    backend(out.context()).bias_activation(out.context(), out.dtype(), out.data(), use_bias_ ? b.data() : nullptr,
-                                           out.shape()[0], units_, activation_);
+  // The bias and activation in one pass over the product, in place (the dot saved no output).
+  nd::NDArray out = product.detach();
+  backend(out.context()).bias_activation(out.context(), out.dtype(), out.data(), use_bias_ ? b.data() : nullptr,
+                                         out.shape()[0], units_, activation_);
+  if (autograd::needs_record({&product, &b})) {
+    autograd::record_op("dense", out, {&product, use_bias_ ? &b : nullptr},
+                        [act = activation_, y = out.detach(), use_bias = use_bias_](const nd::NDArray& g) {
+                          const nd::NDArray g_in = act ? g * activation_slope(*act, y) : g;
+                          return std::vector<nd::NDArray>{g_in, use_bias ? nd::sum(g_in, 0) : nd::NDArray()};
+                        });
   }
   return out;
 }

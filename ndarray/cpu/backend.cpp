@@ -82,6 +82,14 @@ class CpuBackend final : public Backend {
                        std::optional<UnaryOp> act) override {
     cpu_kernels::bias_activation(dt, out, bias, rows, cols, act);
   }
+  void sgd_update(Context, DType dt, void* weight, const void* grad, void* mom, std::int64_t n,
+                  const functors::OptimizerStep& step) override {
+    cpu_kernels::sgd_update(dt, weight, grad, mom, n, step);
+  }
+  void adam_update(Context, DType dt, void* weight, const void* grad, void* mean, void* var, std::int64_t n,
+                   const functors::OptimizerStep& step) override {
+    cpu_kernels::adam_update(dt, weight, grad, mean, var, n, step);
+  }
   void gather(Context, DType dt, const GatherIndex& index, const void* in, void* out) override {
     cpu_kernels::gather(dt, index, in, out);
   }

@@ -143,6 +143,31 @@ void affine(DType dt, void* data, std::int64_t n, double scale, double shift) {
   });
 }
 
+void sgd_update(DType dt, void* weight, const void* grad, void* mom, std::int64_t n,
+                const functors::OptimizerStep& step) {
+  dispatch_floating(dt, "sgd_update", [&](auto tag) {
+    using T = decltype(tag);
+    T* w = static_cast<T*>(weight);
+    const T* g = static_cast<const T*>(grad);
+    T* m = static_cast<T*>(mom);
+#pragma omp parallel for if (n >= kParallelThreshold) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) step.sgd(w[i], g[i], m ? m + i : nullptr);
+  });
+}
+
+void adam_update(DType dt, void* weight, const void* grad, void* mean, void* var, std::int64_t n,
+                 const functors::OptimizerStep& step) {
+  dispatch_floating(dt, "adam_update", [&](auto tag) {
+    using T = decltype(tag);
+    T* w = static_cast<T*>(weight);
+    const T* g = static_cast<const T*>(grad);
+    T* m = static_cast<T*>(mean);
+    T* v = static_cast<T*>(var);
+#pragma omp parallel for if (n >= kParallelThreshold) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) step.adam(w[i], g[i], m[i], v[i]);
+  });
+}
+
 void gather(DType dt, const GatherIndex& index, const void* in_raw, void* out_raw) {
   dispatch_dtype(dt, [&](auto tag) {
     using T = decltype(tag);

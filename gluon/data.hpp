@@ -1,0 +1,7 @@
+#pragma once
+// Everything of mx::gluon::data: #include <gluon/data.hpp>.
+#include "gluon/data/data_loader.hpp"
+#include "gluon/data/dataset.hpp"
+#include "gluon/data/fashion_mnist.hpp"
+#include "gluon/data/transforms.hpp"
+#include "ndarray/ndarray.hpp"

@@ -1,0 +1,262 @@
+#include "gluon/data/data_loader.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <span>
+#include <thread>
+#include <utility>
+
+#include "ndarray/checks.hpp"
+#include "ndarray/random.hpp"
+
+namespace mx::gluon::data {
+namespace {
+
+// Batches prepared ahead of the one the loop holds: enough to hide the host work behind a GPU
+// step, few enough to bound the memory (MXNet's prefetch is 2 * num_workers).
+constexpr std::size_t kPrefetchDepth = 2;
+
+// Uniform in [0, n) by rejection: std::uniform_int_distribution's algorithm differs between
+// standard libraries, and the order of an epoch should not. n < 2^32.
+std::uint32_t draw_below(std::mt19937& generator, std::uint32_t n) {
+  const std::uint64_t range = std::uint64_t{1} << 32;
+  const std::uint64_t accept_below = range - range % n;  // a multiple of n
+  std::uint64_t x;
+  do {
+    x = generator();
+  } while (x >= accept_below);
+  return static_cast<std::uint32_t>(x % n);
+}
+
+// Fisher-Yates shuffle of `order` from a generator seeded with (seed, epoch).
+void shuffle(std::vector<std::int64_t>& order, std::uint64_t seed, std::uint64_t epoch) {
+  std::seed_seq sequence{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32),
+                         static_cast<std::uint32_t>(epoch), static_cast<std::uint32_t>(epoch >> 32)};
+  std::mt19937 generator(sequence);
+  for (std::size_t i = order.size(); i > 1; --i) {
+    std::swap(order[i - 1], order[draw_below(generator, static_cast<std::uint32_t>(i))]);
+  }
+}
+
+// Rows indices[0], indices[1], ... of source (N, ...) on cpu(0), stacked into a new (k, ...) array
+// on cpu(0) (pinned memory when a GPU is present and it is large enough).
+nd::NDArray gather_rows(const nd::NDArray& source, std::span<const std::int64_t> indices) {
+  Shape shape = source.shape();
+  shape[0] = static_cast<std::int64_t>(indices.size());
+  nd::NDArray out(shape, cpu(), source.dtype());
+  std::size_t row_bytes = dtype_size(source.dtype());
+  for (int axis = 1; axis < shape.ndim(); ++axis) row_bytes *= static_cast<std::size_t>(shape[axis]);
+  const auto* from = static_cast<const char*>(source.data());
+  auto* to = static_cast<char*>(out.data());
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    std::memcpy(to + i * row_bytes, from + static_cast<std::size_t>(indices[i]) * row_bytes, row_bytes);
+  }
+  return out;
+}
+
+ArrayDataset on_cpu(const ArrayDataset& dataset) {
+  if (dataset.data().context() == cpu() && dataset.label().context() == cpu()) return dataset;
+  return ArrayDataset(dataset.data().as_in_context(cpu()), dataset.label().as_in_context(cpu()));
+}
+
+}  // namespace
+
+namespace detail {
+
+// The samples of one epoch, batch after batch: batch b is order[b * batch_size, ...), the last one
+// possibly shorter.
+struct EpochPlan {
+  std::vector<std::int64_t> order;
+  std::int64_t batch_size = 1;
+  std::int64_t num_batches = 0;
+};
+
+// Note [one epoch's thread]: the producer thread builds batch after batch and queues them, waiting
+// whenever kPrefetchDepth batches are ready and not taken; the consumer (the range-for) takes them
+// in order. The producer waits for room *before* building, so at most kPrefetchDepth + 1 batches
+// exist besides the ones the loop still holds. An exception in the producer is stored and thrown by
+// the consumer once the batches built before it are taken. The destructor sets stop_, wakes the
+// producer and joins it: a loop left early finishes at most the batch under way.
+class Prefetcher {
+ public:
+  Prefetcher(ArrayDataset dataset, EpochPlan plan, BatchTransform transform)
+      : dataset_(std::move(dataset)), plan_(std::move(plan)), transform_(std::move(transform)),
+        thread_([this] { produce(); }) {}
+
+  ~Prefetcher() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+
+  // Makes the next batch current and returns true, or returns false at the end of the epoch.
+  // Rethrows the producer's exception in place of the batch it could not build.
+  bool advance() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return !ready_.empty() || produced_all_; });
+    if (ready_.empty()) {
+      finished_ = true;
+      if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+      return false;
+    }
+    current_ = std::move(ready_.front());
+    ready_.pop_front();
+    lock.unlock();
+    changed_.notify_all();  // room for the producer
+    return true;
+  }
+
+  Batch& current() { return current_; }
+  bool finished() const { return finished_; }
+
+ private:
+  void produce() {
+    try {
+      for (std::int64_t b = 0; b < plan_.num_batches; ++b) {
+        if (!wait_for_room()) break;  // stopped
+        Batch batch = build(b);
+        {
+          std::lock_guard lock(mutex_);
+          ready_.push_back(std::move(batch));
+        }
+        changed_.notify_all();
+      }
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      error_ = std::current_exception();
+    }
+    {
+      std::lock_guard lock(mutex_);
+      produced_all_ = true;
+    }
+    changed_.notify_all();
+  }
+
+  // Waits until fewer than kPrefetchDepth batches are ready; false when asked to stop.
+  bool wait_for_room() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return stop_ || ready_.size() < kPrefetchDepth; });
+    return !stop_;
+  }
+
+  // Batch b: the rows it lists, then the transform.
+  Batch build(std::int64_t b) const {
+    const auto first = static_cast<std::size_t>(b * plan_.batch_size);
+    const std::size_t count = std::min(static_cast<std::size_t>(plan_.batch_size), plan_.order.size() - first);
+    const std::span<const std::int64_t> indices(plan_.order.data() + first, count);
+    Batch batch{gather_rows(dataset_.data(), indices), gather_rows(dataset_.label(), indices)};
+    if (transform_) batch.data = apply_transform(batch.data, b);
+    return batch;
+  }
+
+  nd::NDArray apply_transform(const nd::NDArray& data, std::int64_t b) const {
+    nd::NDArray out = transform_(data);
+    if (out.is_none() || out.ndim() == 0 || out.shape()[0] != data.shape()[0]) {
+      throw ShapeError("DataLoader: the transform turned batch " + std::to_string(b) + " " +
+                       nd::detail::describe(data) + " into " +
+                       (out.is_none() ? std::string("a null array") : nd::detail::describe(out)) +
+                       "; it must keep the batch axis of " + std::to_string(data.shape()[0]) + " samples");
+    }
+    return out;
+  }
+
+  const ArrayDataset dataset_;
+  const EpochPlan plan_;
+  const BatchTransform transform_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;  // a batch was queued or taken, the producer ended, or stop_
+  std::deque<Batch> ready_;          // built and not yet taken, at most kPrefetchDepth
+  std::exception_ptr error_;         // what stopped the producer
+  bool produced_all_ = false;        // the producer has ended (every batch queued, or error_)
+  bool stop_ = false;                // the consumer is gone
+
+  Batch current_;          // the batch the loop holds (consumer side only)
+  bool finished_ = false;  // advance() found the end (consumer side only)
+
+  std::thread thread_;  // last: it starts once every other member exists
+};
+
+}  // namespace detail
+
+DataLoader::DataLoader(ArrayDataset dataset, std::int64_t batch_size, bool shuffle, const std::string& last_batch,
+                       BatchTransform transform)
+    : dataset_(on_cpu(dataset)), batch_size_(batch_size), shuffle_(shuffle), last_batch_(LastBatch::keep),
+      transform_(std::move(transform)), seed_generation_(mx::random::seed_generation()) {
+  if (batch_size <= 0) {
+    throw ValueError("DataLoader: batch_size must be positive, but it is " + std::to_string(batch_size));
+  }
+  if (last_batch == "keep") {
+    last_batch_ = LastBatch::keep;
+  } else if (last_batch == "discard") {
+    last_batch_ = LastBatch::discard;
+  } else if (last_batch == "rollover") {
+    last_batch_ = LastBatch::rollover;
+  } else {
+    throw ValueError("DataLoader: last_batch \"" + last_batch +
+                     "\" is not one of the valid values \"keep\", \"discard\", \"rollover\"");
+  }
+}
+
+std::int64_t DataLoader::batches_for(std::int64_t samples) const {
+  return last_batch_ == LastBatch::keep ? (samples + batch_size_ - 1) / batch_size_ : samples / batch_size_;
+}
+
+std::int64_t DataLoader::size() const {
+  return batches_for(static_cast<std::int64_t>(rolled_over_.size()) + dataset_.size());
+}
+
+std::vector<std::int64_t> DataLoader::next_sample_order() {
+  if (mx::random::seed_generation() != seed_generation_) {  // seeded anew: count epochs from 0 again
+    seed_generation_ = mx::random::seed_generation();
+    epoch_ = 0;
+  }
+  const std::uint64_t epoch = epoch_++;
+  std::vector<std::int64_t> order(static_cast<std::size_t>(dataset_.size()));
+  std::iota(order.begin(), order.end(), std::int64_t{0});
+  if (shuffle_) shuffle(order, mx::random::current_seed(), epoch);
+  return order;
+}
+
+DataLoader::Iterator DataLoader::begin() {
+  // The samples rolled over from the last epoch come first, as MXNet's BatchSampler puts them.
+  detail::EpochPlan plan;
+  plan.order = std::exchange(rolled_over_, {});
+  const std::vector<std::int64_t> samples = next_sample_order();
+  plan.order.insert(plan.order.end(), samples.begin(), samples.end());
+  plan.batch_size = batch_size_;
+  plan.num_batches = batches_for(static_cast<std::int64_t>(plan.order.size()));
+  const auto used = std::min(plan.order.size(), static_cast<std::size_t>(plan.num_batches * batch_size_));
+  if (last_batch_ == LastBatch::rollover) rolled_over_.assign(plan.order.begin() + used, plan.order.end());
+  plan.order.resize(used);
+  return Iterator(std::make_shared<detail::Prefetcher>(dataset_, std::move(plan), transform_));
+}
+
+DataLoader::Iterator::Iterator(std::shared_ptr<detail::Prefetcher> epoch) : epoch_(std::move(epoch)) {
+  epoch_->advance();
+}
+
+Batch& DataLoader::Iterator::operator*() const { return epoch_->current(); }
+
+DataLoader::Iterator& DataLoader::Iterator::operator++() {
+  epoch_->advance();
+  return *this;
+}
+
+bool operator==(const DataLoader::Iterator& it, std::default_sentinel_t) {
+  return !it.epoch_ || it.epoch_->finished();
+}
+
+}  // namespace mx::gluon::data

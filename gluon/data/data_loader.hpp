@@ -1,0 +1,106 @@
+#pragma once
+// mx::gluon::data::DataLoader: the batches of an ArrayDataset, epoch after epoch, as
+// mxnet.gluon.data.DataLoader(dataset, batch_size, shuffle, last_batch=...) gives them:
+//
+//   namespace gdata = mx::gluon::data;
+//   gdata::DataLoader loader(gdata::FashionMNIST(true), 256, true, "keep", gdata::to_tensor);
+//   for (auto& [X, y] : loader) {   // X (256, 1, 28, 28) float32, y (256,) int32, both on cpu(0)
+//     auto out = net(X.as_in_context(ctx));
+//     ...
+//   }
+//
+// Each range-for (each begin()) is one epoch. A background thread prepares its batches, at most
+// two ahead of the loop, in CPU arrays: those of 1 MiB or more sit in pinned memory when a GPU is
+// present, so that copying them to the GPU runs at full speed. Leaving the loop early (break, an
+// exception) stops and joins that thread; an exception thrown while preparing a batch (by the
+// transform, say) is rethrown in the loop, at the batch that failed, with its type.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gluon/data/dataset.hpp"
+
+namespace mx::gluon::data {
+
+// One batch: rows of the dataset's arrays, in the order of the epoch.
+struct Batch {
+  nd::NDArray data;   // (B, ...), after the loader's transform
+  nd::NDArray label;  // (B, ...)
+};
+
+// Applied to each data batch (B, ...) -> (B, ...) on the loader's thread, e.g. to_tensor. It gets
+// and should return cpu(0) arrays; it must keep the batch axis (else mx::ShapeError).
+using BatchTransform = std::function<nd::NDArray(const nd::NDArray&)>;
+
+namespace detail {
+class Prefetcher;  // one epoch's thread and queue (data_loader.cpp)
+}
+
+class DataLoader {
+ public:
+  class Iterator;
+
+  // batch_size > 0, else mx::ValueError. shuffle draws a new order every epoch from a
+  // std::mt19937 seeded with mx::random::current_seed() and the epoch number, which restarts at 0
+  // whenever mx::random::seed() is called: the same seed gives the same epochs. last_batch says
+  // what becomes of a last batch smaller than batch_size:
+  //   "keep"      it is the last, short batch;
+  //   "discard"   it is dropped;
+  //   "rollover"  its samples start the next epoch (they are carried as soon as an epoch starts,
+  //               even if that epoch's loop is left early).
+  // Another value is an mx::ValueError. A dataset on a GPU is copied to cpu(0) once, here.
+  DataLoader(ArrayDataset dataset, std::int64_t batch_size, bool shuffle = false,
+             const std::string& last_batch = "keep", BatchTransform transform = {});
+
+  // The number of batches the next epoch gives (Python's len(loader)).
+  std::int64_t size() const;
+  std::int64_t batch_size() const { return batch_size_; }
+  const ArrayDataset& dataset() const { return dataset_; }
+
+  // Starts an epoch: its thread begins preparing batches, and the first one is waited for (its
+  // error, if any, is thrown here).
+  Iterator begin();
+  std::default_sentinel_t end() const { return {}; }
+
+ private:
+  enum class LastBatch { keep, discard, rollover };
+
+  std::int64_t batches_for(std::int64_t samples) const;
+  std::vector<std::int64_t> next_sample_order();  // 0 .. N-1, shuffled if asked
+
+  ArrayDataset dataset_;  // on cpu(0)
+  std::int64_t batch_size_;
+  bool shuffle_;
+  LastBatch last_batch_;
+  BatchTransform transform_;
+  std::uint64_t seed_generation_;            // mx::random::seed_generation() that epoch_ counts from
+  std::uint64_t epoch_ = 0;                  // epochs started since then
+  std::vector<std::int64_t> rolled_over_;    // samples carried to the next epoch ("rollover")
+};
+
+// An input iterator over one epoch. Copies share the epoch; the thread stops when the last copy
+// goes away. *it stays valid until ++it.
+class DataLoader::Iterator {
+ public:
+  using value_type = Batch;
+  using difference_type = std::ptrdiff_t;
+  using iterator_concept = std::input_iterator_tag;
+
+  Iterator() = default;  // an iterator at the end
+  Batch& operator*() const;
+  Batch* operator->() const { return &**this; }
+  Iterator& operator++();  // waits for the next batch; rethrows the error that prevented it
+  void operator++(int) { ++*this; }
+  friend bool operator==(const Iterator& it, std::default_sentinel_t);
+
+ private:
+  friend class DataLoader;
+  explicit Iterator(std::shared_ptr<detail::Prefetcher> epoch);
+  std::shared_ptr<detail::Prefetcher> epoch_;
+};
+
+}  // namespace mx::gluon::data

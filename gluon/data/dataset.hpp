@@ -1,0 +1,34 @@
+#pragma once
+// mx::gluon::data::ArrayDataset: samples stored as the rows of two arrays, as in
+// mxnet.gluon.data.ArrayDataset(data, label). Sample i is (data[i], label[i]).
+#include <cstdint>
+#include <utility>
+
+#include "ndarray/array.hpp"
+
+namespace mx::gluon::data {
+
+class ArrayDataset {
+ public:
+  // data (N, ...) and label (N, ...) of any dtype and context: the first axis counts samples, so
+  // both must have it and agree on it, else mx::ShapeError. The arrays are shared, not copied.
+  ArrayDataset(nd::NDArray data, nd::NDArray label);
+
+  std::int64_t size() const { return data_.shape()[0]; }  // N
+  const nd::NDArray& data() const { return data_; }       // (N, ...)
+  const nd::NDArray& label() const { return label_; }     // (N, ...)
+
+  // Sample i as views: data (...) and label (...); a 1-D label gives shape (1,), as x[i] does.
+  // i outside [0, N) is an mx::IndexError.
+  std::pair<nd::NDArray, nd::NDArray> operator[](std::int64_t i) const;
+
+  // The first n samples, as views of the same arrays (for quick experiments and tests).
+  // n outside [0, N] is an mx::IndexError.
+  ArrayDataset subset(std::int64_t n) const;
+
+ private:
+  nd::NDArray data_;   // (N, ...)
+  nd::NDArray label_;  // (N, ...)
+};
+
+}  // namespace mx::gluon::data

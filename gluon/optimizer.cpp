@@ -1,0 +1,95 @@
+#include "gluon/optimizer.hpp"
+
+#include <cmath>
+
+#include "ndarray/backend.hpp"
+#include "ndarray/checks.hpp"
+#include "ndarray/creation.hpp"
+
+namespace mx::gluon {
+namespace {
+
+// Reads the known hyper-parameters into their fields; any other name throws with the valid list.
+void read_params(const char* optimizer, const HyperParams& params, const std::map<std::string, double*>& fields) {
+  for (const auto& [name, value] : params) {
+    const auto it = fields.find(name);
+    if (it == fields.end()) {
+      std::string valid;
+      for (const auto& [known, field] : fields) valid += (valid.empty() ? "" : ", ") + known;
+      throw ValueError(std::string(optimizer) + ": unknown hyper-parameter '" + name + "'; valid: " + valid);
+    }
+    *it->second = value;
+  }
+}
+
+void check_update(const char* op, const nd::NDArray& weight, const nd::NDArray& grad) {
+  nd::detail::check_same_context(op, weight, grad);
+  nd::detail::check_floating(op, weight);
+  if (weight.shape() != grad.shape() || weight.dtype() != grad.dtype()) {
+    throw ShapeError(std::string(op) + ": gradient " + nd::detail::describe(grad) + " does not match weight " +
+                     nd::detail::describe(weight));
+  }
+}
+
+}  // namespace
+
+SGD::SGD(const HyperParams& params) {
+  read_params("sgd", params, {{"learning_rate", &lr_}, {"wd", &wd_}, {"clip_gradient", &clip_},
+                              {"rescale_grad", &rescale_}, {"momentum", &momentum_}});
+}
+
+void SGD::update(std::size_t key, nd::NDArray& weight, const nd::NDArray& grad) {
+  check_update("sgd_update", weight, grad);
+  void* mom = nullptr;
+  if (momentum_ != 0) {
+    auto [it, created] = momentum_state_.try_emplace(key);
+    if (created) it->second = nd::zeros_like(weight);
+    mom = it->second.data();
+  }
+  functors::OptimizerStep step;
+  step.lr = lr_;
+  step.wd = wd_;
+  step.clip = clip_;
+  step.rescale = rescale_;
+  step.momentum = momentum_;
+  backend(weight.context()).sgd_update(weight.context(), weight.dtype(), weight.data(), grad.data(), mom, weight.size(), step);
+}
+
+Adam::Adam(const HyperParams& params) {
+  lr_ = 0.001;
+  read_params("adam", params, {{"learning_rate", &lr_}, {"wd", &wd_}, {"clip_gradient", &clip_},
+                               {"rescale_grad", &rescale_}, {"beta1", &beta1_}, {"beta2", &beta2_},
+                               {"epsilon", &epsilon_}});
+}
+
+void Adam::update(std::size_t key, nd::NDArray& weight, const nd::NDArray& grad) {
+  check_update("adam_update", weight, grad);
+  auto [it, created] = state_.try_emplace(key);
+  State& s = it->second;
+  if (created) {
+    s.mean = nd::zeros_like(weight);
+    s.var = nd::zeros_like(weight);
+  }
+  ++s.steps;
+  functors::OptimizerStep step;
+  step.lr = lr_;
+  step.wd = wd_;
+  step.clip = clip_;
+  step.rescale = rescale_;
+  step.beta1 = beta1_;
+  step.beta2 = beta2_;
+  step.epsilon = epsilon_;
+  // MXNet's bias correction, folded into the step size.
+  const double t = static_cast<double>(s.steps);
+  step.lr_t = lr_ * std::sqrt(1 - std::pow(beta2_, t)) / (1 - std::pow(beta1_, t));
+  backend(weight.context()).adam_update(weight.context(), weight.dtype(), weight.data(), grad.data(), s.mean.data(),
+                                        s.var.data(), weight.size(), step);
+}
+
+std::unique_ptr<Optimizer> Optimizer::create(const std::string& name, const HyperParams& params) {
+  if (name == "sgd") return std::make_unique<SGD>(params);
+  if (name == "adam") return std::make_unique<Adam>(params);
+  throw ValueError("unknown optimizer '" + name + "'; valid: adam, sgd");
+}
+
+}  // namespace mx::gluon

@@ -1,0 +1,122 @@
+#include "ndarray/autograd.hpp"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ndarray/checks.hpp"
+#include "ndarray/creation.hpp"
+#include "ndarray/elementwise.hpp"
+
+namespace mx::autograd {
+namespace {
+thread_local bool recording = false;
+thread_local bool training = false;
+}  // namespace
+
+Scope::Scope(bool record, bool train) : previous_recording_(recording), previous_training_(training) {
+  recording = record;
+  training = train;
+}
+Scope::~Scope() {
+  recording = previous_recording_;
+  training = previous_training_;
+}
+
+Scope pause(bool train) { return Scope(false, train); }
+Scope train_mode() { return Scope(recording, true); }
+Scope predict_mode() { return Scope(recording, false); }
+bool is_recording() { return recording; }
+bool is_training() { return training; }
+
+void mark_variable(nd::NDArray& x, const nd::NDArray& grad, const std::string& grad_req) {
+  nd::detail::check_not_none("attach_grad", x);
+  if (grad.shape() != x.shape() || grad.dtype() != x.dtype() || grad.context() != x.context()) {
+    throw ShapeError("attach_grad: gradient buffer " + nd::detail::describe(grad) + " does not match the array " +
+                     nd::detail::describe(x));
+  }
+  if (grad_req != "write" && grad_req != "add") {
+    throw ValueError("attach_grad: grad_req must be \"write\" or \"add\", not \"" + grad_req + "\"");
+  }
+  auto node = std::make_shared<Node>();
+  node->op = "variable";
+  node->leaf = true;
+  node->accumulate = grad_req == "add";
+  node->grad = grad;
+  x.set_autograd_node(std::move(node));
+}
+
+bool needs_record(const std::vector<const nd::NDArray*>& inputs) {
+  if (!recording) return false;
+  for (const nd::NDArray* x : inputs) {
+    if (x && x->autograd_node()) return true;
+  }
+  return false;
+}
+
+void record_op(const char* op, nd::NDArray& out, const std::vector<const nd::NDArray*>& inputs, BackwardFn backward) {
+  if (!needs_record(inputs)) return;
+  auto node = std::make_shared<Node>();
+  node->op = op;
+  for (const nd::NDArray* x : inputs) node->inputs.push_back(x ? x->autograd_node() : nullptr);
+  node->backward = std::move(backward);
+  out.set_autograd_node(std::move(node));
+}
+
+namespace {
+
+// Nodes reachable from `root`, each after all the nodes that consume it (reverse topological).
+std::vector<Node*> consumers_first(Node* root) {
+  std::vector<Node*> postorder;
+  std::unordered_set<Node*> seen{root};
+  std::vector<std::pair<Node*, std::size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->inputs.size()) {
+      Node* input = node->inputs[next++].get();
+      if (input && seen.insert(input).second) stack.emplace_back(input, 0);
+    } else {
+      postorder.push_back(node);
+      stack.pop_back();
+    }
+  }
+  return {postorder.rbegin(), postorder.rend()};
+}
+
+}  // namespace
+
+void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
+  nd::detail::check_not_none("backward", head);
+  const auto root = head.autograd_node();
+  if (!root) {
+    throw Error("backward: " + nd::detail::describe(head) +
+                " was not computed inside autograd::record() from arrays with attach_grad()");
+  }
+  if (!head_grad.is_none() && (head_grad.shape() != head.shape() || head_grad.context() != head.context())) {
+    throw ShapeError("backward: head gradient " + nd::detail::describe(head_grad) + " does not match " +
+                     nd::detail::describe(head));
+  }
+  auto scope = pause(is_training());
+  std::unordered_map<Node*, nd::NDArray> grads;
+  grads[root.get()] = head_grad.is_none() ? nd::ones_like(head) : head_grad;
+  for (Node* node : consumers_first(root.get())) {
+    const auto it = grads.find(node);
+    if (it == grads.end()) continue;
+    const nd::NDArray grad = it->second;
+    grads.erase(it);
+    if (node->leaf) {
+      nd::NDArray target = node->grad;
+      if (node->accumulate) target += grad;
+      else grad.copyto(target);
+      continue;
+    }
+    const std::vector<nd::NDArray> input_grads = node->backward(grad);
+    for (std::size_t i = 0; i < node->inputs.size(); ++i) {
+      Node* input = node->inputs[i].get();
+      if (!input || i >= input_grads.size() || input_grads[i].is_none()) continue;
+      auto [slot, inserted] = grads.try_emplace(input, input_grads[i]);
+      if (!inserted) slot->second = slot->second + input_grads[i];
+    }
+  }
+}
+
+}  // namespace mx::autograd

@@ -1,0 +1,66 @@
+#pragma once
+// mx::autograd: records the ops run inside autograd::record() and computes gradients by
+// backward(), as mx.autograd does.
+//
+//   auto x = nd::array({1, 2, 3});
+//   x.attach_grad();
+//   { auto scope = mx::autograd::record(); auto y = (x * x).sum(); y.backward(); }
+//   x.grad();  // [2, 4, 6]
+//
+// Each recorded op stores a Node: the nodes of its inputs and a function from the output's
+// gradient to the inputs' gradients. Backward runs on the contexts of the forward pass.
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "ndarray/array.hpp"
+
+namespace mx::autograd {
+
+struct Node {
+  const char* op = "";
+  // Op nodes: the inputs' nodes (null where no gradient is needed) and the backward function.
+  std::vector<std::shared_ptr<Node>> inputs;
+  std::function<std::vector<nd::NDArray>(const nd::NDArray& grad)> backward;
+  // Leaves (attach_grad): the gradient buffer and whether gradients add up ("add") or overwrite.
+  bool leaf = false;
+  bool accumulate = false;
+  nd::NDArray grad;
+};
+
+// Scope guards, as `with autograd.record():` / `with autograd.pause():`. record() also sets
+// training mode (train_mode=true), pause() leaves it as it is.
+class Scope {
+ public:
+  Scope(bool recording, bool training);
+  ~Scope();
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+ private:
+  bool previous_recording_, previous_training_;
+};
+
+[[nodiscard]] inline Scope record(bool train_mode = true) { return Scope(true, train_mode); }
+[[nodiscard]] Scope pause(bool train_mode = false);
+[[nodiscard]] Scope train_mode();
+[[nodiscard]] Scope predict_mode();
+
+bool is_recording();
+bool is_training();
+
+// Marks x as a variable whose gradient goes into `grad` (same shape, dtype and context).
+// grad_req "write" overwrites at each backward, "add" accumulates.
+void mark_variable(nd::NDArray& x, const nd::NDArray& grad, const std::string& grad_req = "write");
+
+// Gradient of `head` (default: ones) with respect to every variable it was computed from.
+void backward(const nd::NDArray& head, const nd::NDArray& head_grad = nd::NDArray());
+
+// For op front ends: when recording and some input needs a gradient, attaches to `out` a node
+// whose backward maps out's gradient to one gradient per input (an empty NDArray for none).
+using BackwardFn = std::function<std::vector<nd::NDArray>(const nd::NDArray& grad)>;
+void record_op(const char* op, nd::NDArray& out, const std::vector<const nd::NDArray*>& inputs, BackwardFn backward);
+// Whether record_op would record for these inputs (lets ops skip saving tensors otherwise).
+bool needs_record(const std::vector<const nd::NDArray*>& inputs);
+
+}  // namespace mx::autograd
