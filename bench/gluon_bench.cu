@@ -9,7 +9,10 @@
 #include <cstdio>
 #include <string>
 
+#include <gluon/data.hpp>
+#include <gluon/loss.hpp>
 #include <gluon/nn.hpp>
+#include <gluon/trainer.hpp>
 
 #include "bench/bench_util.hpp"
 #include "bench/cuda_check.hpp"
@@ -76,6 +79,65 @@ int main(int argc, char** argv) {
     row.ndgluon = row.from_seconds(t_nd);
     row.raw = row.from_seconds(t_raw);
     row.target = 0.95;
+    rows.push_back(row);
+  }
+
+  {
+    // Dense forward + backward: y = x·Wᵀ + b, then dW = gᵀ·x and db = sum(g) from a head gradient g
+    // (x needs no gradient): 2 products of 2·4096³ flop.
+    const int n = 4096;
+    nn::Dense dense(n, "", true, n);
+    dense.initialize(mx::init::Xavier(), gpu0);
+    auto x = nd::random::uniform(-1, 1, {n, n}, gpu0);
+    auto g = nd::random::uniform(-1, 1, {n, n}, gpu0);
+    const double t = bench::median_seconds([&] {
+      nd::NDArray y;
+      {
+        auto recording = mx::autograd::record();
+        y = dense(x);
+      }
+      y.backward(g);
+    }, nd_sync, 5);
+    bench::Row row;
+    row.name = "Dense forward+backward 4096x4096, batch 4096";
+    row.peer_key = "linear_fwd_bwd";
+    row.metric = "TFLOP/s";
+    row.work = 4.0 * n * n * n;
+    row.unit = 1e12;
+    row.ndgluon = row.from_seconds(t);
+    rows.push_back(row);
+  }
+
+  {
+    // One epoch of the D2L MLP (784-256-10, ReLU) on Fashion-MNIST: batch 256, SGD lr 0.5, batches
+    // from the DataLoader (host, pinned) copied to the GPU, as in tutorials/train_fashion_mnist.
+    namespace gdata = mx::gluon::data;
+    gdata::DataLoader train(gdata::FashionMNIST(true), 256, true, "keep", gdata::to_tensor);
+    nn::Sequential net;
+    net.add(nn::Flatten(), nn::Dense(256, "relu"), nn::Dense(10));
+    net.initialize(mx::init::Normal(0.01), gpu0);
+    mx::gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", 0.5}});
+    mx::gluon::loss::SoftmaxCrossEntropyLoss loss;
+    auto epoch = [&] {
+      for (auto& [X, y] : train) {
+        const auto Xg = X.as_in_context(gpu0), yg = y.as_in_context(gpu0);
+        nd::NDArray l;
+        {
+          auto recording = mx::autograd::record();
+          l = loss(net(Xg), yg);
+        }
+        l.backward();
+        trainer.step(Xg.shape()[0]);
+      }
+    };
+    const double t = bench::median_seconds(epoch, nd_sync, 1, 3);
+    bench::Row row;
+    row.name = "MLP training epoch, Fashion-MNIST 60k, batch 256, SGD";
+    row.peer_key = "epoch";
+    row.metric = "samples/s";
+    row.work = 60000;
+    row.unit = 1;
+    row.ndgluon = row.from_seconds(t);
     rows.push_back(row);
   }
 

@@ -49,12 +49,51 @@ def main():
     print("dispatch", median_seconds(chain, 1) / 10000)
 
 
+def load_fashion_mnist():
+    import gzip
+    import os
+    root = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
+    with gzip.open(os.path.join(root, "train-images-idx3-ubyte.gz")) as f:
+        images = torch.frombuffer(bytearray(f.read()[16:]), dtype=torch.uint8).reshape(-1, 1, 28, 28)
+    with gzip.open(os.path.join(root, "train-labels-idx1-ubyte.gz")) as f:
+        labels = torch.frombuffer(bytearray(f.read()[8:]), dtype=torch.uint8).long()
+    return images, labels
+
+
+def training_epoch(dev):
+    images, labels = load_fashion_mnist()
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 256), torch.nn.ReLU(),
+                              torch.nn.Linear(256, 10)).to(dev)
+    for p in net.parameters():
+        torch.nn.init.normal_(p, std=0.01)
+    opt = torch.optim.SGD(net.parameters(), lr=0.5)
+    loss = torch.nn.CrossEntropyLoss()
+
+    def epoch():
+        order = torch.randperm(images.shape[0])
+        for start in range(0, images.shape[0], 256):
+            idx = order[start:start + 256]
+            x = (images[idx].float() / 255).pin_memory().to(dev, non_blocking=True)
+            y = labels[idx].to(dev, non_blocking=True)
+            opt.zero_grad()
+            loss(net(x), y).backward()
+            opt.step()
+    return median_seconds(epoch, 1, 3)
+
+
 def gluon():
     torch.backends.cuda.matmul.allow_tf32 = False
     dev = torch.device("cuda:0")
     n = 4096
     linear = torch.nn.Linear(n, n).to(dev)
     x = torch.rand(n, n, device=dev)
+    g = torch.rand(n, n, device=dev)
+
+    def fwd_bwd():
+        linear.zero_grad(set_to_none=True)
+        linear(x).backward(g)
+    print("linear_fwd_bwd", median_seconds(fwd_bwd, 5))
+    print("epoch", training_epoch(dev))
     with torch.no_grad():
         print("linear", median_seconds(lambda: linear(x), 5))
         for batch in (1, 64):
