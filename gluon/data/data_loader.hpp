@@ -10,7 +10,7 @@
 //   }
 //
 // Each range-for (each begin()) is one epoch. A background thread prepares its batches, at most
-// two ahead of the loop, in CPU arrays: those of 1 MiB or more sit in pinned memory when a GPU is
+// two ahead of the loop, in CPU arrays: those of 256 KiB or more sit in pinned memory when a GPU is
 // present, so that copying them to the GPU runs at full speed. Leaving the loop early (break, an
 // exception) stops and joins that thread; an exception thrown while preparing a batch (by the
 // transform, say) is rethrown in the loop, at the batch that failed, with its type.

@@ -51,12 +51,16 @@ class TempDir {
   fs::path path_;
 };
 
-// Sets an environment variable for the scope, then restores what was there.
+// Sets (or, with no value, unsets) an environment variable for the scope, then restores what was there.
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
+    if (value) {
+      ::setenv(name, value->c_str(), 1);
+    } else {
+      ::unsetenv(name);
+    }
   }
   ~ScopedEnv() {
     if (old_) {
@@ -343,8 +347,10 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_dir_overrides_the_default_root) {
     const ScopedEnv empty("FASHION_MNIST_DIR", "");  // set but empty: the default
     BOOST_TEST(gdata::FashionMNIST::default_root() == "/usr/share/datasets/fashion-mnist");
   }
-  ::unsetenv("FASHION_MNIST_DIR");
-  BOOST_TEST(gdata::FashionMNIST::default_root() == "/usr/share/datasets/fashion-mnist");
+  {
+    const ScopedEnv unset("FASHION_MNIST_DIR", std::nullopt);
+    BOOST_TEST(gdata::FashionMNIST::default_root() == "/usr/share/datasets/fashion-mnist");
+  }
 }
 
 BOOST_AUTO_TEST_CASE(missing_file) {
