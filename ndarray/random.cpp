@@ -31,10 +31,10 @@ void check_dtype(const char* op, DType dtype) {
   if (!is_floating(dtype)) throw DTypeError(std::string(op) + " draws float32 or float64, not " + dtype_name(dtype));
 }
 
-// cuRAND draws normal values in pairs: an odd count is drawn into one more element, and the
-// result is a view of the first n. Uniform draws are padded alike, so that both advance the
-// generators by the same amount.
-std::int64_t padded_size(std::int64_t n) { return n + (n % 2); }
+// Draws come in multiples of 4 values: cuRAND draws normals in pairs, and Philox makes 4 values
+// per counter step, so generator positions stay multiples of 4, where host and device generators
+// agree on what an offset means. The result is a view of the first n values.
+std::int64_t padded_size(std::int64_t n) { return (n + 3) / 4 * 4; }
 
 NDArray draw(const char* op, const Shape& shape, Context ctx, DType dtype, Generate generate, double p0, double p1) {
   check_dtype(op, dtype);

@@ -1,0 +1,514 @@
+// Trainer and optimizers: SGD (momentum, weight decay, rescaling, clipping) and Adam against updates
+// computed here in double precision, on every context; the errors; a regression that converges;
+// the same step on cpu(0) and each GPU; and a parameter on several contexts (summed gradients,
+// identical copies).
+#include "test/support/boost_test.hpp"
+#include "test/support/contexts.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gluon/loss.hpp>
+#include <gluon/nn.hpp>
+#include <gluon/trainer.hpp>
+
+namespace nd = mx::nd;
+namespace gluon = mx::gluon;
+namespace nn = mx::gluon::nn;
+namespace ag = mx::autograd;
+namespace tt = boost::test_tools;
+using mx::DType;
+using Values = std::vector<double>;
+
+namespace {
+
+// Every element |got - want| <= atol + rtol * |want|.
+void check_close(const nd::NDArray& got, const Values& want, double rtol = 1e-5, double atol = 1e-6) {
+  const Values values = got.asvector<double>();
+  BOOST_TEST_REQUIRE(values.size() == want.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    BOOST_TEST(std::abs(values[i] - want[i]) <= atol + rtol * std::abs(want[i]),
+               "element " << i << ": " << values[i] << " vs " << want[i]);
+  }
+}
+
+// Values as float32 holds them, so that the references start from the arrays' values.
+Values as_float(Values v) {
+  for (double& x : v) x = static_cast<float>(x);
+  return v;
+}
+
+// n values uniform in [low, high], the same on every run.
+Values draw(std::mt19937& engine, std::int64_t n, double low, double high) {
+  std::uniform_real_distribution<double> uniform(low, high);
+  Values v(static_cast<std::size_t>(n));
+  for (double& x : v) x = static_cast<float>(uniform(engine));
+  return v;
+}
+
+nd::NDArray float32(const Values& v, const mx::Shape& shape, mx::Context ctx) {
+  return nd::array(v, shape, ctx, DType::float32);
+}
+
+// A parameter on ctxs holding `values`.
+gluon::Parameter make_parameter(const std::string& name, const mx::Shape& shape, const Values& values,
+                                const std::vector<mx::Context>& ctxs) {
+  gluon::Parameter p(name, shape);
+  p.initialize(mx::init::Zero(), ctxs);
+  p.set_data(float32(values, shape, mx::cpu()));
+  return p;
+}
+
+// Writes g into the parameter's gradient on ctx, as backward would.
+void set_grad(const gluon::Parameter& p, mx::Context ctx, const Values& g) {
+  nd::NDArray dst = p.grad(ctx);
+  float32(g, p.shape(), mx::cpu()).copyto(dst);
+}
+
+// MXNet's SGD: g' = clip(rescale * g) + wd * w; mom = momentum * mom - lr * g'; w += mom
+// (without momentum: w -= lr * g').
+struct SgdReference {
+  double lr = 0, wd = 0, momentum = 0, rescale = 1, clip = -1;
+  Values mom{};  // the momentum state
+  void step(Values& w, const Values& g) {
+    mom.resize(w.size(), 0.0);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      double gi = rescale * g[i];
+      if (clip > 0) gi = std::clamp(gi, -clip, clip);
+      gi += wd * w[i];
+      mom[i] = momentum * mom[i] - lr * gi;
+      w[i] += mom[i];
+    }
+  }
+};
+
+// MXNet's Adam: g' = clip(rescale * g) + wd * w; m = b1 m + (1 - b1) g'; v = b2 v + (1 - b2) g'²;
+// lr_t = lr sqrt(1 - b2^t) / (1 - b1^t); w -= lr_t m / (sqrt(v) + eps).
+struct AdamReference {
+  double lr = 0, wd = 0, rescale = 1, clip = -1, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  Values m{}, v{};  // the moment estimates
+  int t = 0;
+  void step(Values& w, const Values& g) {
+    m.resize(w.size(), 0.0);
+    v.resize(w.size(), 0.0);
+    ++t;
+    const double lr_t = lr * std::sqrt(1 - std::pow(beta2, t)) / (1 - std::pow(beta1, t));
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      double gi = rescale * g[i];
+      if (clip > 0) gi = std::clamp(gi, -clip, clip);
+      gi += wd * w[i];
+      m[i] = beta1 * m[i] + (1 - beta1) * gi;
+      v[i] = beta2 * v[i] + (1 - beta2) * gi * gi;
+      w[i] -= lr_t * m[i] / (std::sqrt(v[i]) + epsilon);
+    }
+  }
+};
+
+// Weights and three steps of gradients for a (2, 3) weight and a (3,) bias.
+const Values kWeight0 = as_float({0.5, -1.25, 2.0, 0.75, -0.1, 1.5});
+const Values kBias0 = as_float({0.2, -0.3, 0.05});
+const std::vector<Values> kWeightGrads = {as_float({1.0, -2.0, 0.5, 3.0, -0.25, 0.0}),
+                                          as_float({-0.5, 1.5, 2.5, -1.0, 0.75, 4.0}),
+                                          as_float({2.0, 0.25, -3.0, 0.5, -1.5, -2.0})};
+const std::vector<Values> kBiasGrads = {as_float({0.3, -0.6, 1.2}), as_float({-2.0, 0.1, 0.4}),
+                                        as_float({0.9, 0.9, -0.7})};
+
+// Runs three steps of `optimizer` on a weight and a bias on ctx, checking both against the
+// references after every step.
+template <class Reference>
+void check_three_steps(mx::Context ctx, const std::string& optimizer, const gluon::HyperParams& params,
+                       std::int64_t batch_size, Reference weight_ref, Reference bias_ref) {
+  gluon::Parameter weight = make_parameter("weight", {2, 3}, kWeight0, {ctx});
+  gluon::Parameter bias = make_parameter("bias", {3}, kBias0, {ctx});
+  gluon::ParameterDict dict;
+  dict.add(weight);
+  dict.add(bias);
+  gluon::Trainer trainer(dict, optimizer, params);
+  Values w = kWeight0, b = kBias0;
+  for (std::size_t t = 0; t < 3; ++t) {
+    BOOST_TEST_CONTEXT("step " << t + 1) {
+      set_grad(weight, ctx, kWeightGrads[t]);
+      set_grad(bias, ctx, kBiasGrads[t]);
+      trainer.step(batch_size);
+      weight_ref.step(w, kWeightGrads[t]);
+      bias_ref.step(b, kBiasGrads[t]);
+      BOOST_TEST(weight.data(ctx).context() == ctx);
+      check_close(weight.data(ctx), w);
+      check_close(bias.data(ctx), b);
+      // The step reads the gradients and leaves them as they were.
+      check_close(weight.grad(ctx), kWeightGrads[t], 0, 0);
+    }
+  }
+  // Not trivially right: the weights moved.
+  Values moved = weight.data(ctx).asvector<double>();
+  double distance = 0;
+  for (std::size_t i = 0; i < moved.size(); ++i) distance += std::abs(moved[i] - kWeight0[i]);
+  BOOST_TEST(distance > 1e-2);
+}
+
+// y = X · true_w + true_b for a fixed X (batch, 3) with values in [-1, 1].
+struct Regression {
+  static constexpr std::int64_t batch = 32, features = 3;
+  Values x, y;
+  Values true_w{2.0, -3.4, 1.7};
+  double true_b = 4.2;
+  Regression() {
+    std::mt19937 engine(42);
+    x = draw(engine, batch * features, -1, 1);
+    for (std::int64_t i = 0; i < batch; ++i) {
+      double yi = true_b;
+      for (std::int64_t k = 0; k < features; ++k) {
+        yi += x[static_cast<std::size_t>(i * features + k)] * true_w[static_cast<std::size_t>(k)];
+      }
+      y.push_back(yi);
+    }
+  }
+};
+
+// A small classifier with fixed parameter values.
+nn::Sequential make_mlp(const std::vector<mx::Context>& ctxs) {
+  nn::Sequential net;
+  net.add(nn::Dense(8, "tanh", true, 4), nn::Dense(3, "", true, 8));
+  net.initialize(mx::init::Zero(), ctxs);
+  std::mt19937 engine(5);
+  for (auto& [name, param] : net.collect_params()) {
+    param.set_data(float32(draw(engine, param.shape().size(), -0.7, 0.7), param.shape(), mx::cpu()));
+  }
+  return net;
+}
+
+struct Batch {
+  Values x, labels;
+  std::int64_t size() const { return static_cast<std::int64_t>(labels.size()); }
+};
+
+Batch make_batch(std::int64_t n, unsigned seed) {
+  std::mt19937 engine(seed);
+  Batch b;
+  b.x = draw(engine, n * 4, -2, 2);
+  for (std::int64_t i = 0; i < n; ++i) b.labels.push_back(static_cast<double>((i * 7 + seed) % 3));
+  return b;
+}
+
+// Rows [begin, end) of the batch.
+Batch rows(const Batch& b, std::int64_t begin, std::int64_t end) {
+  Batch part;
+  part.x.assign(b.x.begin() + begin * 4, b.x.begin() + end * 4);
+  part.labels.assign(b.labels.begin() + begin, b.labels.begin() + end);
+  return part;
+}
+
+// Forward and backward of the summed cross-entropy of the batch on ctx; returns the loss sum.
+double forward_backward(nn::Sequential& net, const Batch& b, mx::Context ctx) {
+  const gluon::loss::SoftmaxCrossEntropyLoss loss;
+  nd::NDArray l;
+  {
+    auto scope = ag::record();
+    l = loss(net(float32(b.x, {b.size(), 4}, ctx)), float32(b.labels, {b.size()}, ctx));
+    l.backward();
+  }
+  return l.sum().asscalar<double>();
+}
+
+// The values of every parameter of net on ctx, in order.
+std::vector<Values> parameter_values(const nn::Sequential& net, mx::Context ctx) {
+  std::vector<Values> values;
+  for (const auto& [name, param] : net.collect_params()) values.push_back(param.data(ctx).asvector<double>());
+  return values;
+}
+
+// A parameter initialised on every context of ctxs, each context getting part of a batch: after
+// allreduce_grads every copy holds the sum of the gradients, and after the update every copy holds
+// the same values, those of one context trained on the whole batch.
+void check_data_parallel_steps(const std::vector<mx::Context>& ctxs) {
+  const std::int64_t per_context = 3, n = per_context * static_cast<std::int64_t>(ctxs.size());
+  nn::Sequential net = make_mlp(ctxs), reference = make_mlp({mx::cpu()});
+  gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", 0.5}, {"momentum", 0.9}, {"wd", 0.01}});
+  gluon::Trainer reference_trainer(reference.collect_params(), "sgd",
+                                   {{"learning_rate", 0.5}, {"momentum", 0.9}, {"wd", 0.01}});
+  const bool all_gpus = std::none_of(ctxs.begin(), ctxs.end(), [](mx::Context c) { return c == mx::cpu(); });
+  for (unsigned step = 0; step < 3; ++step) {
+    BOOST_TEST_CONTEXT("step " << step + 1) {
+      const Batch batch = make_batch(n, 100 + step);
+      // Each context's share, all recorded before any reduction (as a training loop does).
+      for (std::size_t k = 0; k < ctxs.size(); ++k) {
+        const auto begin = static_cast<std::int64_t>(k) * per_context;
+        forward_backward(net, rows(batch, begin, begin + per_context), ctxs[k]);
+      }
+      std::vector<std::vector<Values>> local;  // [parameter][context]
+      for (const auto& [name, param] : net.collect_params()) {
+        local.emplace_back();
+        for (const nd::NDArray& g : param.list_grad()) local.back().push_back(g.asvector<double>());
+      }
+      forward_backward(reference, batch, mx::cpu());
+      trainer.allreduce_grads();
+      // The reference net has other global names: pair parameters by position.
+      std::vector<gluon::Parameter> reference_params;
+      for (const auto& [ref_name, ref_param] : reference.collect_params()) reference_params.push_back(ref_param);
+      std::size_t p = 0;
+      for (const auto& [name, param] : net.collect_params()) {
+        BOOST_TEST_CONTEXT(name) {
+          Values sum(local[p][0].size(), 0.0);
+          for (const Values& g : local[p]) {
+            for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += g[i];
+          }
+          const Values whole = reference_params[p].grad(mx::cpu()).asvector<double>();
+          BOOST_TEST(ndg_test::relative_error(sum, whole) < 1e-5);
+          for (mx::Context ctx : ctxs) {
+            BOOST_TEST_CONTEXT("on " << ctx.str()) {
+              const Values reduced = param.grad(ctx).asvector<double>();
+              BOOST_TEST(ndg_test::relative_error(reduced, sum) < 1e-6);
+              // Every copy gets the one sum.
+              BOOST_TEST(reduced == param.grad(ctxs[0]).asvector<double>(), tt::per_element());
+            }
+          }
+        }
+        ++p;
+      }
+      trainer.update(n);
+      reference_trainer.step(n);
+      const auto want = parameter_values(reference, mx::cpu());
+      const auto first = parameter_values(net, ctxs[0]);
+      for (mx::Context ctx : ctxs) {
+        BOOST_TEST_CONTEXT("on " << ctx.str()) {
+          const auto got = parameter_values(net, ctx);
+          for (std::size_t q = 0; q < got.size(); ++q) {
+            BOOST_TEST(ndg_test::relative_error(got[q], want[q]) < 1e-5, "parameter " << q);
+            // The copies are the same: bit for bit on one kind of device (CPU and GPU arithmetic
+            // may round the update differently).
+            if (all_gpus) {
+              BOOST_TEST(got[q] == first[q], tt::per_element());
+            } else {
+              BOOST_TEST(ndg_test::relative_error(got[q], first[q]) < 1e-6, "parameter " << q);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(trainer)
+
+// ---- updates against hand-computed values --------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(sgd_with_momentum_and_weight_decay_matches_the_reference) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    // rescale = 1 / batch_size = 1/4.
+    SgdReference ref{.lr = 0.1, .wd = 0.01, .momentum = 0.9, .rescale = 0.25};
+    check_three_steps(ctx, "sgd", {{"learning_rate", 0.1}, {"wd", 0.01}, {"momentum", 0.9}}, 4, ref, ref);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(sgd_step_by_hand) {
+  // One weight of 1 with gradient 8, batch 4, lr 0.5, wd 0.1, momentum 0.5:
+  //   g' = 8/4 + 0.1·1 = 2.1; mom = -0.5·2.1 = -1.05; w = -0.05.
+  //   then gradient 4: g' = 1 + 0.1·(-0.05) = 0.995; mom = 0.5·(-1.05) - 0.5·0.995 = -1.0225; w = -1.0725.
+  ndg_test::for_each_context([](mx::Context ctx) {
+    gluon::Parameter w = make_parameter("w", {1}, {1.0}, {ctx});
+    gluon::ParameterDict dict;
+    dict.add(w);
+    gluon::Trainer trainer(dict, "sgd", {{"learning_rate", 0.5}, {"wd", 0.1}, {"momentum", 0.5}});
+    set_grad(w, ctx, {8.0});
+    trainer.step(4);
+    check_close(w.data(ctx), {-0.05});
+    set_grad(w, ctx, {4.0});
+    trainer.step(4);
+    check_close(w.data(ctx), {-1.0725});
+  });
+}
+
+BOOST_AUTO_TEST_CASE(sgd_without_momentum_matches_the_reference) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    SgdReference ref{.lr = 0.2, .wd = 0.05, .rescale = 0.5};
+    check_three_steps(ctx, "sgd", {{"learning_rate", 0.2}, {"wd", 0.05}}, 2, ref, ref);
+    // rescale_grad multiplies 1 / batch_size: 3 / 6 = 0.5 again.
+    SgdReference same{.lr = 0.2, .wd = 0.05, .rescale = 0.5};
+    check_three_steps(ctx, "sgd", {{"learning_rate", 0.2}, {"wd", 0.05}, {"rescale_grad", 3.0}}, 6, same, same);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(adam_matches_mxnet_formula_with_bias_correction) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    AdamReference ref{.lr = 0.01, .wd = 0.001, .rescale = 0.25};
+    check_three_steps(ctx, "adam", {{"learning_rate", 0.01}, {"wd", 0.001}, {"rescale_grad", 0.5}}, 2, ref, ref);
+    AdamReference other{.lr = 0.05, .rescale = 1.0 / 3, .beta1 = 0.8, .beta2 = 0.99, .epsilon = 1e-3};
+    check_three_steps(ctx, "adam",
+                      {{"learning_rate", 0.05}, {"beta1", 0.8}, {"beta2", 0.99}, {"epsilon", 1e-3}}, 3, other, other);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(adam_first_step_moves_each_weight_by_the_learning_rate) {
+  // At t = 1: m = (1-b1) g, v = (1-b2) g², lr_t = lr sqrt(1-b2) / (1-b1), so the step is
+  // lr g / (|g| + eps / sqrt(1-b2)) ≈ lr sign(g).
+  ndg_test::for_each_context([](mx::Context ctx) {
+    gluon::Parameter w = make_parameter("w", {4}, {1, 1, 1, 1}, {ctx});
+    gluon::ParameterDict dict;
+    dict.add(w);
+    gluon::Trainer trainer(dict, "adam", {{"learning_rate", 0.1}});
+    BOOST_TEST(trainer.learning_rate() == 0.1);
+    set_grad(w, ctx, {3, -0.5, 20, -1e-2});
+    trainer.step(1);
+    check_close(w.data(ctx), {0.9, 1.1, 0.9, 1.1}, 1e-5, 1e-5);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(clip_gradient_bounds_the_rescaled_gradient) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    // Gradients [4, -0.6, 0.2, -3] rescaled by 1/2: [2, -0.3, 0.1, -1.5]; clipped to ±0.5:
+    // [0.5, -0.3, 0.1, -0.5]; then weight decay 0.1 · 1 is added after clipping.
+    gluon::Parameter w = make_parameter("w", {4}, {1, 1, 1, 1}, {ctx});
+    gluon::ParameterDict dict;
+    dict.add(w);
+    gluon::Trainer trainer(dict, "sgd", {{"learning_rate", 1.0}, {"clip_gradient", 0.5}, {"wd", 0.1}});
+    set_grad(w, ctx, {4, -0.6, 0.2, -3});
+    trainer.step(2);
+    check_close(w.data(ctx), {0.4, 1.2, 0.8, 1.4});
+    // Three steps of each optimizer with clipping against the references.
+    SgdReference sgd{.lr = 0.1, .wd = 0.01, .momentum = 0.9, .rescale = 0.5, .clip = 0.6};
+    check_three_steps(ctx, "sgd", {{"learning_rate", 0.1}, {"wd", 0.01}, {"momentum", 0.9}, {"clip_gradient", 0.6}}, 2,
+                      sgd, sgd);
+    AdamReference adam{.lr = 0.01, .rescale = 0.5, .clip = 0.4};
+    check_three_steps(ctx, "adam", {{"learning_rate", 0.01}, {"clip_gradient", 0.4}}, 2, adam, adam);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(set_learning_rate_applies_to_the_next_step) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    gluon::Parameter w = make_parameter("w", {2}, {1, -1}, {ctx});
+    gluon::ParameterDict dict;
+    dict.add(w);
+    gluon::Trainer trainer(dict, "sgd", {{"learning_rate", 0.1}});
+    BOOST_TEST(trainer.learning_rate() == 0.1);
+    set_grad(w, ctx, {1, 2});
+    trainer.step(1);
+    check_close(w.data(ctx), {0.9, -1.2});
+    trainer.set_learning_rate(0.5);
+    BOOST_TEST(trainer.learning_rate() == 0.5);
+    BOOST_TEST(trainer.optimizer().learning_rate() == 0.5);
+    trainer.step(1);
+    check_close(w.data(ctx), {0.4, -2.2});
+  });
+}
+
+BOOST_AUTO_TEST_CASE(parameters_with_grad_req_null_are_not_updated) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    gluon::Parameter frozen("frozen", {2}, DType::float32, "null");
+    frozen.initialize(mx::init::Constant(3), {ctx});
+    gluon::Parameter w = make_parameter("w", {2}, {1, 1}, {ctx});
+    gluon::ParameterDict dict;
+    dict.add(frozen);
+    dict.add(w);
+    gluon::Trainer trainer(dict, "sgd", {{"learning_rate", 1.0}, {"momentum", 0.9}});
+    set_grad(w, ctx, {0.5, -0.5});
+    trainer.step(1);
+    check_close(frozen.data(ctx), {3, 3}, 0, 0);
+    check_close(w.data(ctx), {0.5, 1.5});
+  });
+}
+
+// ---- errors --------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(unknown_optimizer_and_hyper_parameter_list_the_valid_names) {
+  gluon::Parameter w = make_parameter("w", {2}, {1, 1}, {mx::cpu()});
+  gluon::ParameterDict dict;
+  dict.add(w);
+  NDG_CHECK_THROWS_WITH(gluon::Trainer(dict, "rmsprop"), mx::ValueError, "rmsprop", "adam", "sgd");
+  NDG_CHECK_THROWS_WITH(gluon::Trainer(dict, "SGD"), mx::ValueError, "SGD", "adam", "sgd");
+  NDG_CHECK_THROWS_WITH(gluon::Trainer(dict, "sgd", {{"beta1", 0.9}}), mx::ValueError, "beta1", "learning_rate", "wd",
+                        "momentum", "clip_gradient", "rescale_grad");
+  NDG_CHECK_THROWS_WITH(gluon::Trainer(dict, "sgd", {{"lr", 0.1}}), mx::ValueError, "'lr'", "learning_rate");
+  NDG_CHECK_THROWS_WITH(gluon::Trainer(dict, "adam", {{"momentum", 0.9}}), mx::ValueError, "momentum", "beta1", "beta2",
+                        "epsilon", "learning_rate", "wd", "clip_gradient", "rescale_grad");
+  NDG_CHECK_THROWS_WITH(gluon::Optimizer::create("adagrad", {}), mx::ValueError, "adagrad", "adam, sgd");
+  gluon::Trainer trainer(dict, "sgd");
+  NDG_CHECK_THROWS_WITH(trainer.step(0), mx::ValueError, "batch_size", "0");
+  // The weights were left alone.
+  check_close(w.data(mx::cpu()), {1, 1}, 0, 0);
+}
+
+// ---- training ------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(linear_regression_loss_decreases_and_weights_approach_the_truth) {
+  const Regression data;
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    nn::Dense layer(1, "", true, Regression::features);
+    layer.initialize(mx::init::Zero(), ctx);
+    gluon::Trainer trainer(layer.collect_params(), "sgd", {{"learning_rate", 0.5}, {"momentum", 0.5}});
+    const gluon::loss::L2Loss loss;
+    const nd::NDArray x = float32(data.x, {Regression::batch, Regression::features}, ctx);
+    const nd::NDArray y = float32(data.y, {Regression::batch, 1}, ctx);
+    std::vector<double> losses;
+    for (int step = 0; step < 20; ++step) {
+      nd::NDArray l;
+      {
+        auto scope = ag::record();
+        l = loss(layer(x), y);
+        l.backward();
+      }
+      losses.push_back(l.mean().asscalar<double>());
+      trainer.step(Regression::batch);
+    }
+    const double final_loss = loss(layer(x), y).mean().asscalar<double>();
+    BOOST_TEST_MESSAGE("on " << ctx.str() << ": loss " << losses.front() << " -> " << final_loss);
+    // With zero weights the loss is half the mean square of y (about 10 here).
+    BOOST_TEST(losses.front() > 5.0);
+    BOOST_TEST(final_loss < losses.front() * 1e-3);
+    const Values w = layer.weight().data(ctx).asvector<double>();
+    for (std::size_t k = 0; k < w.size(); ++k) {
+      BOOST_TEST(std::abs(w[k] - data.true_w[k]) < 0.1, "weight " << k << ": " << w[k] << " vs " << data.true_w[k]);
+    }
+    const double b = layer.bias().data(ctx).asscalar<double>();
+    BOOST_TEST(std::abs(b - data.true_b) < 0.1, "bias " << b << " vs " << data.true_b);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(same_training_steps_on_cpu_and_gpu_give_the_same_parameters,
+                     *boost::unit_test::precondition(ndg_test::needs_gpus{1})) {
+  for (int i = 0; i < mx::num_gpus(); ++i) {
+    const mx::Context gpu = mx::gpu(i);
+    for (const std::string optimizer : {"sgd", "adam"}) {
+      BOOST_TEST_CONTEXT("on " << gpu.str() << " with " << optimizer) {
+        const gluon::HyperParams params = optimizer == "sgd"
+            ? gluon::HyperParams{{"learning_rate", 0.2}, {"momentum", 0.9}, {"wd", 0.01}}
+            : gluon::HyperParams{{"learning_rate", 0.01}, {"wd", 0.01}};
+        nn::Sequential on_cpu = make_mlp({mx::cpu()}), on_gpu = make_mlp({gpu});
+        gluon::Trainer cpu_trainer(on_cpu.collect_params(), optimizer, params);
+        gluon::Trainer gpu_trainer(on_gpu.collect_params(), optimizer, params);
+        const auto initial = parameter_values(on_cpu, mx::cpu());
+        for (unsigned step = 0; step < 3; ++step) {
+          const Batch batch = make_batch(6, 200 + step);
+          const double cpu_loss = forward_backward(on_cpu, batch, mx::cpu());
+          const double gpu_loss = forward_backward(on_gpu, batch, gpu);
+          BOOST_TEST(std::abs(cpu_loss - gpu_loss) <= 1e-5 * std::abs(cpu_loss));
+          cpu_trainer.step(batch.size());
+          gpu_trainer.step(batch.size());
+        }
+        const auto want = parameter_values(on_cpu, mx::cpu());
+        const auto got = parameter_values(on_gpu, gpu);
+        for (std::size_t q = 0; q < want.size(); ++q) {
+          BOOST_TEST(ndg_test::relative_error(got[q], want[q]) < 1e-5, "parameter " << q);
+          BOOST_TEST(ndg_test::relative_error(want[q], initial[q]) > 1e-4, "parameter " << q << " did not move");
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(parameter_on_cpu_and_gpu_gets_summed_gradients_and_identical_copies,
+                     *boost::unit_test::precondition(ndg_test::needs_gpus{1})) {
+  check_data_parallel_steps({mx::cpu(), mx::gpu(0)});
+}
+
+BOOST_AUTO_TEST_CASE(parameter_on_every_gpu_gets_summed_gradients_and_identical_copies,
+                     *boost::unit_test::precondition(ndg_test::needs_gpus{2})) {
+  check_data_parallel_steps(mx::try_all_gpus());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

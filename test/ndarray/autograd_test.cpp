@@ -1,0 +1,813 @@
+// Autograd: every differentiable op's gradient against central finite differences (float64 on
+// cpu(0)), the same gradients on each GPU against cpu(0) (float32), and the semantics of
+// record()/pause(), grad_req, head gradients, detach() and the errors.
+#include "test/support/boost_test.hpp"
+#include "test/support/contexts.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gluon/loss.hpp>
+#include <gluon/nn.hpp>
+#include <ndarray/ndarray.hpp>
+
+namespace nd = mx::nd;
+namespace nn = mx::gluon::nn;
+namespace ag = mx::autograd;
+namespace tt = boost::test_tools;
+using mx::DType;
+using mx::Shape;
+using Values = std::vector<double>;
+
+namespace {
+
+// ---- the finite-difference checker --------------------------------------------------------------
+
+constexpr double kStep = 1e-6;       // each element is moved by ±kStep
+constexpr double kRelative = 1e-6;   // relative tolerance on each gradient element
+
+// A seed that depends only on the text (std::hash may differ between standard libraries).
+std::uint64_t seed_of(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// n values uniform in [low, high], each at least 0.1 away from 0 (where abs, relu and the like
+// have a kink).
+Values draw(std::mt19937_64& engine, std::int64_t n, double low, double high) {
+  std::uniform_real_distribution<double> uniform(low, high);
+  Values v(static_cast<std::size_t>(n));
+  for (double& x : v) {
+    x = uniform(engine);
+    if (std::abs(x) < 0.1) x += x < 0 ? -0.1 : 0.1;
+  }
+  return v;
+}
+
+// Fixed weights w, |w| in [0.5, 1.5] with both signs: the checked objective is sum(f(...) * w), so
+// that every output element matters, each with its own weight.
+Values output_weights(std::int64_t n) {
+  std::mt19937_64 engine(20240521);
+  std::uniform_real_distribution<double> magnitude(0.5, 1.5);
+  Values w(static_cast<std::size_t>(n));
+  for (double& x : w) x = (engine() & 1 ? 1.0 : -1.0) * magnitude(engine);
+  return w;
+}
+
+double dot_values(const Values& a, const Values& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// One element of backward's gradient against its finite difference.
+bool gradient_matches(double analytic, double numeric, double absolute) {
+  return std::abs(analytic - numeric) <= kRelative * std::abs(numeric) + absolute;
+}
+
+// Checks backward's gradient of sum(f() * w) with respect to every element of every variable in
+// vars (float64 arrays on cpu(0) with attach_grad(), or parameter data) against central
+// differences. f reads the variables; they are perturbed in place between calls.
+void check_gradient(const std::string& what, std::vector<nd::NDArray> vars, const std::function<nd::NDArray()>& f) {
+  BOOST_TEST_CONTEXT(what) {
+    const nd::NDArray out0 = f();  // not recorded
+    BOOST_TEST_REQUIRE(out0.context() == mx::cpu());
+    BOOST_TEST_REQUIRE(out0.dtype() == DType::float64);
+    const Values w = output_weights(out0.size());
+    const auto objective = [&] { return dot_values(f().asvector<double>(), w); };
+    {
+      auto scope = ag::record();
+      const nd::NDArray y = f();
+      BOOST_TEST_REQUIRE(y.shape() == out0.shape());
+      (y * nd::array(w, y.shape(), mx::cpu(), DType::float64)).sum().backward();
+    }
+    // Rounding in the objective, divided by the step, sets an absolute floor far below any error
+    // a wrong gradient would make.
+    double magnitude = 1;
+    const Values out_values = out0.asvector<double>();
+    for (std::size_t k = 0; k < w.size(); ++k) magnitude += std::abs(out_values[k] * w[k]);
+    const double absolute = 1e-9 * magnitude;
+    for (std::size_t i = 0; i < vars.size(); ++i) {
+      nd::NDArray& var = vars[i];
+      BOOST_TEST_CONTEXT("input " << i << " " << var.shape()) {
+        const nd::NDArray grad = var.grad();
+        BOOST_TEST_REQUIRE(grad.shape() == var.shape());
+        BOOST_TEST_REQUIRE(grad.dtype() == DType::float64);
+        const Values analytic = grad.asvector<double>();
+        Values x = var.asvector<double>();
+        const auto set = [&] { nd::array(x, var.shape(), mx::cpu(), DType::float64).copyto(var); };
+        double largest = 0;
+        for (std::size_t j = 0; j < x.size(); ++j) {
+          const double x0 = x[j], up = x0 + kStep, down = x0 - kStep;
+          x[j] = up;
+          set();
+          const double f_up = objective();
+          x[j] = down;
+          set();
+          const double f_down = objective();
+          x[j] = x0;
+          set();
+          const double numeric = (f_up - f_down) / (up - down);
+          BOOST_TEST(gradient_matches(analytic[j], numeric, absolute),
+                     "element " << j << ": backward " << analytic[j] << ", finite difference " << numeric);
+          largest = std::max(largest, std::abs(numeric));
+        }
+        // Not trivially right: the objective depends on this input.
+        BOOST_TEST(largest > 1e-3, "the output does not depend on input " << i);
+      }
+    }
+  }
+}
+
+// An op under test: inputs drawn in [low, high] and a function of them.
+struct Input {
+  Shape shape;
+  double low = -2, high = 2;
+};
+using Fn = std::function<nd::NDArray(const std::vector<nd::NDArray>&)>;
+struct OpCase {
+  std::string name;
+  std::vector<Input> inputs;
+  Fn f;
+};
+
+// The inputs of c with attach_grad(), as dtype on ctx (the same values for every dtype and context).
+std::vector<nd::NDArray> make_inputs(const OpCase& c, DType dtype, mx::Context ctx) {
+  std::mt19937_64 engine(seed_of(c.name));
+  std::vector<nd::NDArray> vars;
+  for (const Input& in : c.inputs) {
+    nd::NDArray v = nd::array(draw(engine, in.shape.size(), in.low, in.high), in.shape, ctx, dtype);
+    v.attach_grad();
+    vars.push_back(v);
+  }
+  return vars;
+}
+
+void check_cases(const std::vector<OpCase>& cases) {
+  for (const OpCase& c : cases) {
+    const std::vector<nd::NDArray> vars = make_inputs(c, DType::float64, mx::cpu());
+    check_gradient(c.name, vars, [&] { return c.f(vars); });
+  }
+}
+
+// ---- the ops, in families ------------------------------------------------------------------------
+
+std::vector<OpCase> arithmetic_cases() {
+  std::vector<OpCase> cases;
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{2, 3}, {2, 3}}, {{2, 3}, {3}}, {{3}, {2, 3}}, {{2, 3}, {2, 1}},
+      {{2, 1}, {2, 3}}, {{2, 1}, {1, 3}}, {{2, 3, 4}, {3, 1}}, {{1}, {2, 2}}};
+  for (const auto& [a, b] : shapes) {
+    const std::string pair = a.tuple_str() + " with " + b.tuple_str();
+    cases.push_back({"add " + pair, {{a}, {b}}, [](const auto& v) { return v[0] + v[1]; }});
+    cases.push_back({"subtract " + pair, {{a}, {b}}, [](const auto& v) { return v[0] - v[1]; }});
+    cases.push_back({"multiply " + pair, {{a}, {b}}, [](const auto& v) { return v[0] * v[1]; }});
+    cases.push_back({"divide " + pair, {{a}, {b, 0.5, 2.0}}, [](const auto& v) { return v[0] / v[1]; }});
+    cases.push_back({"divide (negative denominators) " + pair, {{a}, {b, -2.0, -0.5}},
+                     [](const auto& v) { return v[0] / v[1]; }});
+  }
+  const Shape s{2, 3};
+  cases.push_back({"array + scalar", {{s}}, [](const auto& v) { return v[0] + 2.5; }});
+  cases.push_back({"scalar + array", {{s}}, [](const auto& v) { return 2.5 + v[0]; }});
+  cases.push_back({"array - scalar", {{s}}, [](const auto& v) { return v[0] - 2.5; }});
+  cases.push_back({"scalar - array", {{s}}, [](const auto& v) { return 2.5 - v[0]; }});
+  cases.push_back({"array * scalar", {{s}}, [](const auto& v) { return v[0] * -1.5; }});
+  cases.push_back({"scalar * array", {{s}}, [](const auto& v) { return -1.5 * v[0]; }});
+  cases.push_back({"array / scalar", {{s}}, [](const auto& v) { return v[0] / 0.75; }});
+  cases.push_back({"scalar / array", {{s, 0.5, 2.0}}, [](const auto& v) { return 0.75 / v[0]; }});
+  cases.push_back({"scalar / negative array", {{s, -2.0, -0.5}}, [](const auto& v) { return 0.75 / v[0]; }});
+  // Named functions as well as operators.
+  cases.push_back({"nd::add/subtract/multiply/divide", {{s}, {{3}, 0.5, 2.0}}, [](const auto& v) {
+                     return nd::divide(nd::multiply(nd::add(v[0], v[1]), nd::subtract(v[1], v[0])), v[1]);
+                   }});
+  return cases;
+}
+
+std::vector<OpCase> power_cases() {
+  return {
+      {"power(array, array)", {{{2, 3}, 0.5, 2.0}, {{2, 3}, -2.0, 2.0}},
+       [](const auto& v) { return nd::power(v[0], v[1]); }},
+      {"power(array, broadcast array)", {{{2, 3}, 0.5, 2.0}, {{3}, -2.0, 2.0}},
+       [](const auto& v) { return nd::power(v[0], v[1]); }},
+      {"power(broadcast array, array)", {{{2, 1}, 0.5, 2.0}, {{2, 3}, -2.0, 2.0}},
+       [](const auto& v) { return nd::power(v[0], v[1]); }},
+      {"power(array, 2.5)", {{{2, 3}, 0.5, 2.0}}, [](const auto& v) { return nd::power(v[0], 2.5); }},
+      {"pow(array, 3)", {{{2, 3}, -2.0, 2.0}}, [](const auto& v) { return nd::pow(v[0], 3.0); }},
+      {"power(1.7, array)", {{{2, 3}}}, [](const auto& v) { return nd::power(1.7, v[0]); }},
+      {"power(0.6, array)", {{{2, 3}}}, [](const auto& v) { return nd::power(0.6, v[0]); }},
+  };
+}
+
+std::vector<OpCase> maximum_minimum_cases() {
+  return {
+      {"maximum(array, array)", {{{2, 3}}, {{2, 3}}}, [](const auto& v) { return nd::maximum(v[0], v[1]); }},
+      {"maximum(array, broadcast array)", {{{2, 3}}, {{3}}}, [](const auto& v) { return nd::maximum(v[0], v[1]); }},
+      {"maximum(broadcast array, array)", {{{2, 1}}, {{2, 3}}}, [](const auto& v) { return nd::maximum(v[0], v[1]); }},
+      {"minimum(array, array)", {{{2, 3}}, {{2, 3}}}, [](const auto& v) { return nd::minimum(v[0], v[1]); }},
+      {"minimum(array, broadcast array)", {{{2, 3}}, {{2, 1}}}, [](const auto& v) { return nd::minimum(v[0], v[1]); }},
+      {"minimum(broadcast array, array)", {{{3}}, {{2, 3}}}, [](const auto& v) { return nd::minimum(v[0], v[1]); }},
+      {"maximum(array, 0.3)", {{{3, 3}}}, [](const auto& v) { return nd::maximum(v[0], 0.3); }},
+      {"maximum(0.3, array)", {{{3, 3}}}, [](const auto& v) { return nd::maximum(0.3, v[0]); }},
+      {"minimum(array, 0.3)", {{{3, 3}}}, [](const auto& v) { return nd::minimum(v[0], 0.3); }},
+      {"minimum(0.3, array)", {{{3, 3}}}, [](const auto& v) { return nd::minimum(0.3, v[0]); }},
+  };
+}
+
+std::vector<OpCase> unary_cases() {
+  const Shape s{3, 4};
+  return {
+      {"negative", {{s}}, [](const auto& v) { return -v[0]; }},
+      {"nd::negative", {{s}}, [](const auto& v) { return nd::negative(v[0]); }},
+      {"abs", {{s}}, [](const auto& v) { return nd::abs(v[0]); }},
+      {"square", {{s}}, [](const auto& v) { return nd::square(v[0]); }},
+      {"sqrt", {{s, 0.2, 3.0}}, [](const auto& v) { return nd::sqrt(v[0]); }},
+      {"exp", {{s}}, [](const auto& v) { return nd::exp(v[0]); }},
+      {"log", {{s, 0.2, 3.0}}, [](const auto& v) { return nd::log(v[0]); }},
+      {"relu", {{s}}, [](const auto& v) { return nd::relu(v[0]); }},
+      {"sigmoid", {{s, -4.0, 4.0}}, [](const auto& v) { return nd::sigmoid(v[0]); }},
+      {"tanh", {{s}}, [](const auto& v) { return nd::tanh(v[0]); }},
+      {"softrelu", {{s, -4.0, 4.0}}, [](const auto& v) { return nd::softrelu(v[0]); }},
+      // The NDArray methods.
+      {"methods", {{s, 0.2, 3.0}}, [](const auto& v) {
+         const nd::NDArray& x = v[0];
+         return x.exp() + x.log() + x.sqrt() + x.abs() + x.square() + x.relu() + x.sigmoid() + x.tanh();
+       }},
+  };
+}
+
+std::vector<OpCase> reduction_cases() {
+  std::vector<OpCase> cases;
+  struct Reduction {
+    std::string name;
+    std::function<nd::NDArray(const nd::NDArray&, std::optional<int>, bool)> op;
+  };
+  const std::vector<Reduction> reductions = {
+      {"sum", [](const nd::NDArray& x, std::optional<int> a, bool k) { return nd::sum(x, a, k); }},
+      {"mean", [](const nd::NDArray& x, std::optional<int> a, bool k) { return nd::mean(x, a, k); }},
+      {"max", [](const nd::NDArray& x, std::optional<int> a, bool k) { return nd::max(x, a, k); }},
+      {"min", [](const nd::NDArray& x, std::optional<int> a, bool k) { return nd::min(x, a, k); }},
+  };
+  const std::vector<std::pair<Shape, std::optional<int>>> layouts = {
+      {{2, 3}, std::nullopt}, {{2, 3}, 0}, {{2, 3}, 1}, {{2, 3}, -1},
+      {{2, 3, 4}, std::nullopt}, {{2, 3, 4}, 1}, {{2, 3, 4}, -3}, {{5}, 0}};
+  for (const auto& r : reductions) {
+    for (const auto& [shape, axis] : layouts) {
+      for (const bool keepdims : {false, true}) {
+        const std::string name = r.name + " of " + shape.tuple_str() + " axis " +
+                                 (axis ? std::to_string(*axis) : std::string("all")) +
+                                 (keepdims ? " keepdims" : "");
+        cases.push_back({name, {{shape}}, [op = r.op, axis, keepdims](const auto& v) {
+                           return op(v[0], axis, keepdims);
+                         }});
+      }
+    }
+  }
+  cases.push_back({"x.sum/mean/max/min methods", {{{3, 4}}}, [](const auto& v) {
+                     const nd::NDArray& x = v[0];
+                     return x.sum(0) + x.mean(0) + x.max(0) * 2.0 - x.min(0) + x.sum();
+                   }});
+  cases.push_back({"norm", {{{3, 4}}}, [](const auto& v) { return nd::norm(v[0]); }});
+  cases.push_back({"x.norm() of a vector", {{{5}}}, [](const auto& v) { return v[0].norm(); }});
+  return cases;
+}
+
+std::vector<OpCase> dot_cases() {
+  const auto dot = [](bool ta, bool tb) {
+    return [ta, tb](const std::vector<nd::NDArray>& v) { return nd::dot(v[0], v[1], ta, tb); };
+  };
+  return {
+      {"dot (2, 3)·(3, 4)", {{{2, 3}}, {{3, 4}}}, dot(false, false)},
+      {"dot (3, 2)ᵀ·(3, 4)", {{{3, 2}}, {{3, 4}}}, dot(true, false)},
+      {"dot (2, 3)·(4, 3)ᵀ", {{{2, 3}}, {{4, 3}}}, dot(false, true)},
+      {"dot (3, 2)ᵀ·(4, 3)ᵀ", {{{3, 2}}, {{4, 3}}}, dot(true, true)},
+      {"dot matrix·vector (2, 3)·(3,)", {{{2, 3}}, {{3}}}, dot(false, false)},
+      {"dot matrixᵀ·vector (3, 2)ᵀ·(3,)", {{{3, 2}}, {{3}}}, dot(true, false)},
+      {"dot vector·matrix (3,)·(3, 4)", {{{3}}, {{3, 4}}}, dot(false, false)},
+      {"dot vector·matrixᵀ (3,)·(4, 3)ᵀ", {{{3}}, {{4, 3}}}, dot(false, true)},
+      {"dot vector·vector (4,)·(4,)", {{{4}}, {{4}}}, dot(false, false)},
+      {"dot with itself x·xᵀ", {{{3, 2}}}, [](const auto& v) { return nd::dot(v[0], v[0], false, true); }},
+  };
+}
+
+std::vector<OpCase> shape_cases() {
+  return {
+      {"reshape (2, 3) -> (6,)", {{{2, 3}}}, [](const auto& v) { return v[0].reshape({6}); }},
+      {"reshape (2, 3) -> (3, -1)", {{{2, 3}}}, [](const auto& v) { return nd::reshape(v[0], {3, -1}); }},
+      {"flatten (2, 3, 2)", {{{2, 3, 2}}}, [](const auto& v) { return v[0].flatten(); }},
+      {"T of (2, 3)", {{{2, 3}}}, [](const auto& v) { return v[0].T(); }},
+      {"T of (1, 3) (a view)", {{{1, 3}}}, [](const auto& v) { return v[0].T() * v[0].T(); }},
+      {"transpose (2, 3, 4) default", {{{2, 3, 4}}}, [](const auto& v) { return nd::transpose(v[0]); }},
+      {"transpose (2, 3, 4) axes (1, 0, 2)", {{{2, 3, 4}}},
+       [](const auto& v) { return nd::transpose(v[0], {1, 0, 2}); }},
+      {"transpose (2, 3, 4) axes (2, 0, 1)", {{{2, 3, 4}}}, [](const auto& v) { return v[0].transpose({2, 0, 1}); }},
+      {"transpose (2, 3, 4) axes (0, -1, 1)", {{{2, 3, 4}}},
+       [](const auto& v) { return nd::transpose(v[0], {0, -1, 1}); }},
+      {"x[1] of (3, 4)", {{{3, 4}}}, [](const auto& v) { return v[0][1]; }},
+      {"x[-1] of (3, 2, 2)", {{{3, 2, 2}}}, [](const auto& v) { return v[0][-1]; }},
+      {"x[2] of (4,)", {{{4}}}, [](const auto& v) { return v[0][2]; }},
+      {"x[0] * x[2]", {{{3, 4}}}, [](const auto& v) { return v[0][0] * v[0][2]; }},
+      {"slice(1, 3) of (4, 3)", {{{4, 3}}}, [](const auto& v) { return v[0].slice(1, 3); }},
+      {"slice(0, 2) of (4, 3)", {{{4, 3}}}, [](const auto& v) { return v[0].slice(0, 2); }},
+      {"slice(-2, 4) of (4, 3)", {{{4, 3}}}, [](const auto& v) { return v[0].slice(-2, 4); }},
+      {"slice_axis axis 0 [1, 3) of (4, 3)", {{{4, 3}}}, [](const auto& v) { return nd::slice_axis(v[0], 0, 1, 3); }},
+      {"slice_axis axis 1 [0, 2) of (2, 4)", {{{2, 4}}}, [](const auto& v) { return nd::slice_axis(v[0], 1, 0, 2); }},
+      {"slice_axis axis 1 [1, 3) of (2, 4)", {{{2, 4}}}, [](const auto& v) { return nd::slice_axis(v[0], 1, 1, 3); }},
+      {"slice_axis axis -1 [2, 4) of (2, 3, 4)", {{{2, 3, 4}}},
+       [](const auto& v) { return nd::slice_axis(v[0], -1, 2, 4); }},
+      {"slice_axis axis 1 [1, -1) of (2, 3, 4)", {{{2, 3, 4}}},
+       [](const auto& v) { return nd::slice_axis(v[0], 1, 1, -1); }},
+      {"concat axis 0", {{{2, 3}}, {{1, 3}}}, [](const auto& v) { return nd::concat({v[0], v[1]}, 0); }},
+      {"concat axis 1 of three", {{{2, 3}}, {{2, 2}}, {{2, 1}}},
+       [](const auto& v) { return nd::concat({v[0], v[1], v[2]}, 1); }},
+      {"concat axis -1 of 3-D", {{{2, 2, 3}}, {{2, 2, 1}}}, [](const auto& v) { return nd::concat({v[0], v[1]}, -1); }},
+      {"concat of one array twice", {{{2, 3}}}, [](const auto& v) { return nd::concat({v[0], v[0] * 2.0}, 1); }},
+      {"broadcast_to (3,) -> (2, 3)", {{{3}}}, [](const auto& v) { return nd::broadcast_to(v[0], {2, 3}); }},
+      {"broadcast_to (2, 1) -> (2, 3)", {{{2, 1}}}, [](const auto& v) { return nd::broadcast_to(v[0], {2, 3}); }},
+      {"broadcast_to (1, 3) -> (4, 2, 3)", {{{1, 3}}}, [](const auto& v) { return nd::broadcast_to(v[0], {4, 2, 3}); }},
+      {"broadcast_to (2, 1, 3) -> (2, 4, 3)", {{{2, 1, 3}}},
+       [](const auto& v) { return nd::broadcast_to(v[0], {2, 4, 3}); }},
+      {"astype(float64) (identity)", {{{2, 3}}}, [](const auto& v) { return v[0].astype(v[0].dtype()) * v[0]; }},
+      {"copy()", {{{2, 3}}}, [](const auto& v) { return v[0].copy() * v[0]; }},
+  };
+}
+
+// x -> (on ctx: exp(x) * x) -> back to x's context; ctx = x's context makes plain copies.
+std::vector<OpCase> copyto_cases(mx::Context ctx) {
+  return {
+      {"copyto " + ctx.str() + " and back", {{{2, 3}}, {{3}}}, [ctx](const auto& v) {
+         const mx::Context home = v[0].context();
+         const nd::NDArray x = v[0].copyto(ctx), y = v[1].as_in_context(ctx);
+         return (nd::exp(x) * y).copyto(home) + v[0];
+       }},
+  };
+}
+
+std::vector<OpCase> softmax_cases() {
+  return {
+      {"softmax (3, 4)", {{{3, 4}, -3.0, 3.0}}, [](const auto& v) { return nd::softmax(v[0]); }},
+      {"softmax (3, 4) axis 0", {{{3, 4}, -3.0, 3.0}}, [](const auto& v) { return nd::softmax(v[0], 0); }},
+      {"softmax (2, 3, 4) axis 1", {{{2, 3, 4}, -3.0, 3.0}}, [](const auto& v) { return nd::softmax(v[0], 1); }},
+      {"log_softmax (3, 4)", {{{3, 4}, -3.0, 3.0}}, [](const auto& v) { return nd::log_softmax(v[0]); }},
+      {"log_softmax (3, 4) axis 0", {{{3, 4}, -3.0, 3.0}}, [](const auto& v) { return nd::log_softmax(v[0], 0); }},
+      {"log_softmax (2, 3, 4) axis -2", {{{2, 3, 4}, -3.0, 3.0}},
+       [](const auto& v) { return nd::log_softmax(v[0], -2); }},
+      {"softmax of large logits", {{{2, 3}, 98.0, 101.0}}, [](const auto& v) { return nd::softmax(v[0]); }},
+  };
+}
+
+// A composition of many ops, as a model would chain them.
+std::vector<OpCase> composite_cases() {
+  return {
+      {"mlp by hand", {{{4, 3}}, {{5, 3}}, {{5}}, {{2, 5}}}, [](const auto& v) {
+         const nd::NDArray hidden = nd::tanh(nd::dot(v[0], v[1], false, true) + v[2]);  // (4, 5)
+         return nd::log_softmax(nd::dot(hidden, v[3], false, true));                    // (4, 2)
+       }},
+      {"normalise rows", {{{3, 4}, 0.5, 2.0}}, [](const auto& v) {
+         const nd::NDArray centred = v[0] - v[0].mean(1, true);
+         return centred / nd::sqrt(nd::square(centred).mean(1, true) + 0.1);
+       }},
+      {"variable used in many places", {{{2, 3}}, {{3}}}, [](const auto& v) {
+         return nd::sigmoid(v[0] * v[1]) * v[0] + nd::concat({v[0], nd::broadcast_to(v[1], {1, 3})}, 0).sum(0) + v[1];
+       }},
+  };
+}
+
+std::vector<OpCase> all_cases() {
+  std::vector<OpCase> all;
+  for (auto family : {arithmetic_cases(), power_cases(), maximum_minimum_cases(), unary_cases(), reduction_cases(),
+                      dot_cases(), shape_cases(), softmax_cases(), composite_cases()}) {
+    all.insert(all.end(), family.begin(), family.end());
+  }
+  return all;
+}
+
+// ---- float32 on one context -----------------------------------------------------------------------
+
+std::vector<double> concat_values(const std::vector<std::vector<double>>& parts) {
+  std::vector<double> all;
+  for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
+  return all;
+}
+
+// The output of c and the gradients of sum(out * w) with respect to each input, float32 on ctx.
+std::vector<std::vector<double>> run_float32(const OpCase& c, mx::Context ctx) {
+  const std::vector<nd::NDArray> vars = make_inputs(c, DType::float32, ctx);
+  nd::NDArray out;
+  {
+    auto scope = ag::record();
+    out = c.f(vars);
+    const Values w = output_weights(out.size());
+    (out * nd::array(w, out.shape(), out.context(), DType::float32)).sum().backward();
+  }
+  std::vector<std::vector<double>> results{out.asvector<double>()};
+  for (const nd::NDArray& v : vars) results.push_back(v.grad().asvector<double>());
+  return results;
+}
+
+// Dense layers with float64 parameters set to deterministic values (load_init takes the dtype of
+// the value), on cpu(0).
+void set_float64_parameters(nn::Dense& layer, std::int64_t in_units, std::mt19937_64& engine) {
+  layer.initialize(mx::init::Zero(), mx::cpu());
+  const std::int64_t units = layer.units();
+  const Values weight = draw(engine, units * in_units, -1, 1);
+  layer.weight().load_init(nd::array(weight, {units, in_units}, mx::cpu(), DType::float64), {mx::cpu()});
+  if (layer.collect_params().size() > 1) {  // use_bias
+    layer.bias().load_init(nd::array(draw(engine, units, -1, 1), {units}, mx::cpu(), DType::float64), {mx::cpu()});
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(autograd)
+
+// ---- gradients against finite differences (float64, cpu(0)) ----------------------------------------
+
+BOOST_AUTO_TEST_CASE(checker_tolerance_rejects_a_gradient_off_by_a_thousandth) {
+  // The comparison the checker makes: backward's gradient of sum(x² * w) passes, the same gradient
+  // off by 0.1% does not.
+  nd::NDArray x = nd::array({0.5, -1.2, 2.0}, mx::cpu(), DType::float64);
+  x.attach_grad();
+  const Values w = output_weights(3);
+  {
+    auto scope = ag::record();
+    (nd::square(x) * nd::array(w, {3}, mx::cpu(), DType::float64)).sum().backward();
+  }
+  const Values g = x.grad().asvector<double>(), xv = x.asvector<double>();
+  for (std::size_t j = 0; j < 3; ++j) {
+    const double up = xv[j] + kStep, down = xv[j] - kStep;
+    const double numeric = (up * up - down * down) * w[j] / (up - down);
+    BOOST_TEST(gradient_matches(g[j], numeric, 1e-8));
+    BOOST_TEST(!gradient_matches(g[j] * 1.001, numeric, 1e-8));
+    BOOST_TEST(!gradient_matches(g[j] + 1e-5, numeric, 1e-8));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(arithmetic_with_broadcasting_and_scalars) { check_cases(arithmetic_cases()); }
+BOOST_AUTO_TEST_CASE(power_of_both_operands) { check_cases(power_cases()); }
+BOOST_AUTO_TEST_CASE(maximum_and_minimum) { check_cases(maximum_minimum_cases()); }
+BOOST_AUTO_TEST_CASE(unary_functions) { check_cases(unary_cases()); }
+BOOST_AUTO_TEST_CASE(reductions_and_norm) { check_cases(reduction_cases()); }
+BOOST_AUTO_TEST_CASE(dot_in_every_transpose_combination) { check_cases(dot_cases()); }
+BOOST_AUTO_TEST_CASE(reshape_transpose_index_slice_concat_broadcast_astype) { check_cases(shape_cases()); }
+BOOST_AUTO_TEST_CASE(softmax_and_log_softmax) { check_cases(softmax_cases()); }
+BOOST_AUTO_TEST_CASE(compositions) { check_cases(composite_cases()); }
+
+BOOST_AUTO_TEST_CASE(copyto_across_contexts) {
+  // cpu(0) -> ctx -> cpu(0) for every context (on cpu(0) itself: plain copies).
+  for (const mx::Context ctx : ndg_test::all_contexts()) check_cases(copyto_cases(ctx));
+}
+
+BOOST_AUTO_TEST_CASE(dense_forward_with_and_without_activation) {
+  std::mt19937_64 engine(7);
+  for (const std::string activation : {"", "relu", "sigmoid", "tanh", "softrelu"}) {
+    for (const bool use_bias : {true, false}) {
+      nn::Dense layer(4, activation, use_bias, 3);
+      set_float64_parameters(layer, 3, engine);
+      nd::NDArray x = nd::array(draw(engine, 5 * 3, -2, 2), {5, 3}, mx::cpu(), DType::float64);
+      x.attach_grad();
+      std::vector<nd::NDArray> vars{x, layer.weight().data(mx::cpu())};
+      if (use_bias) vars.push_back(layer.bias().data(mx::cpu()));
+      check_gradient("Dense(4, \"" + activation + "\", use_bias=" + (use_bias ? "true" : "false") + ")", vars,
+                     [&] { return layer(x); });
+    }
+  }
+  // A (batch, 2, 3) input is flattened to (batch, 6).
+  nn::Dense layer(2, "tanh", true, 6);
+  set_float64_parameters(layer, 6, engine);
+  nd::NDArray x = nd::array(draw(engine, 4 * 6, -1, 1), {4, 2, 3}, mx::cpu(), DType::float64);
+  x.attach_grad();
+  check_gradient("Dense on a 3-D input", {x, layer.weight().data(mx::cpu()), layer.bias().data(mx::cpu())},
+                 [&] { return layer(x); });
+}
+
+BOOST_AUTO_TEST_CASE(sequential_with_softmax_cross_entropy) {
+  std::mt19937_64 engine(11);
+  nn::Sequential net;
+  nn::Dense hidden(5, "relu", true, 3), out(3, "", true, 5);
+  net.add(hidden, out);
+  set_float64_parameters(hidden, 3, engine);
+  set_float64_parameters(out, 5, engine);
+  nd::NDArray x = nd::array(draw(engine, 4 * 3, -2, 2), {4, 3}, mx::cpu(), DType::float64);
+  x.attach_grad();
+  const nd::NDArray label = nd::array({0, 2, 1, 2}, mx::cpu(), DType::float64);
+  const mx::gluon::loss::SoftmaxCrossEntropyLoss loss;
+  check_gradient("Sequential + SoftmaxCrossEntropyLoss",
+                 {x, hidden.weight().data(mx::cpu()), hidden.bias().data(mx::cpu()), out.weight().data(mx::cpu()),
+                  out.bias().data(mx::cpu())},
+                 [&] { return loss(net(x), label); });
+}
+
+// ---- GPU gradients against cpu(0) (float32) --------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(gpu_gradients_of_every_op_match_cpu, *boost::unit_test::precondition(ndg_test::needs_gpus{1})) {
+  for (int i = 0; i < mx::num_gpus(); ++i) {
+    const mx::Context gpu = mx::gpu(i);
+    BOOST_TEST_CONTEXT("on " << gpu.str()) {
+      std::vector<OpCase> cases = all_cases();
+      const auto across = copyto_cases(gpu == mx::gpu(0) && mx::num_gpus() > 1 ? mx::gpu(1) : mx::cpu());
+      cases.insert(cases.end(), across.begin(), across.end());
+      for (const OpCase& c : cases) {
+        BOOST_TEST_CONTEXT(c.name) {
+          const auto on_cpu = run_float32(c, mx::cpu());
+          const auto on_gpu = run_float32(c, gpu);
+          BOOST_TEST_REQUIRE(on_gpu.size() == on_cpu.size());
+          BOOST_TEST(ndg_test::relative_error(on_gpu[0], on_cpu[0]) < 1e-5, "output");
+          for (std::size_t k = 1; k < on_cpu.size(); ++k) {
+            BOOST_TEST(ndg_test::relative_error(on_gpu[k], on_cpu[k]) < 1e-5, "gradient of input " << k - 1);
+          }
+          BOOST_TEST(std::sqrt(dot_values(concat_values(on_cpu), concat_values(on_cpu))) > 1e-3);
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(gpu_gradients_of_an_mlp_match_cpu, *boost::unit_test::precondition(ndg_test::needs_gpus{1})) {
+  const std::int64_t batch = 8, in = 6;
+  std::mt19937_64 engine(3);
+  const Values x_values = draw(engine, batch * in, -2, 2);
+  const nd::NDArray labels_host = nd::array({0, 3, 1, 2, 3, 0, 1, 2}, mx::cpu());
+  for (int i = 0; i < mx::num_gpus(); ++i) {
+    const mx::Context gpu = mx::gpu(i);
+    BOOST_TEST_CONTEXT("on " << gpu.str()) {
+      nn::Sequential net;
+      net.add(nn::Dense(16, "relu", true, in), nn::Dense(8, "tanh", true, 16), nn::Dense(4, "", true, 8));
+      // One set of values on both contexts.
+      net.initialize(mx::init::Zero(), std::vector<mx::Context>{mx::cpu(), gpu});
+      for (auto& [name, param] : net.collect_params()) {
+        const Values values = draw(engine, param.shape().size(), -0.8, 0.8);
+        param.set_data(nd::array(values, param.shape(), mx::cpu(), DType::float32));
+      }
+      const mx::gluon::loss::SoftmaxCrossEntropyLoss loss;
+      const auto gradients_on = [&](mx::Context ctx) {
+        nd::NDArray x = nd::array(x_values, {batch, in}, ctx, DType::float32);
+        x.attach_grad();
+        {
+          auto scope = ag::record();
+          loss(net(x), labels_host.copyto(ctx)).backward();
+        }
+        std::vector<Values> grads{x.grad().asvector<double>()};
+        for (auto& [name, param] : net.collect_params()) grads.push_back(param.grad(ctx).asvector<double>());
+        return grads;
+      };
+      const auto on_cpu = gradients_on(mx::cpu());
+      const auto on_gpu = gradients_on(gpu);
+      BOOST_TEST_REQUIRE(on_gpu.size() == on_cpu.size());
+      for (std::size_t k = 0; k < on_cpu.size(); ++k) {
+        BOOST_TEST(ndg_test::relative_error(on_gpu[k], on_cpu[k]) < 1e-5, "gradient " << k);
+        BOOST_TEST(std::sqrt(dot_values(on_cpu[k], on_cpu[k])) > 1e-4, "gradient " << k << " is zero");
+      }
+    }
+  }
+}
+
+// ---- semantics ---------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(record_and_pause_nest) {
+  BOOST_TEST(!ag::is_recording());
+  BOOST_TEST(!ag::is_training());
+  {
+    auto recording = ag::record();
+    BOOST_TEST(ag::is_recording());
+    BOOST_TEST(ag::is_training());
+    {
+      auto paused = ag::pause();
+      BOOST_TEST(!ag::is_recording());
+      BOOST_TEST(!ag::is_training());
+      {
+        auto inner = ag::record(false);
+        BOOST_TEST(ag::is_recording());
+        BOOST_TEST(!ag::is_training());
+      }
+      BOOST_TEST(!ag::is_recording());
+      BOOST_TEST(!ag::is_training());
+    }
+    BOOST_TEST(ag::is_recording());
+    BOOST_TEST(ag::is_training());
+    {
+      auto paused = ag::pause(true);
+      BOOST_TEST(!ag::is_recording());
+      BOOST_TEST(ag::is_training());
+    }
+    {
+      auto predicting = ag::predict_mode();
+      BOOST_TEST(ag::is_recording());
+      BOOST_TEST(!ag::is_training());
+      auto training = ag::train_mode();
+      BOOST_TEST(ag::is_recording());
+      BOOST_TEST(ag::is_training());
+    }
+    BOOST_TEST(ag::is_recording());
+    BOOST_TEST(ag::is_training());
+  }
+  BOOST_TEST(!ag::is_recording());
+  BOOST_TEST(!ag::is_training());
+  {
+    auto training = ag::train_mode();
+    BOOST_TEST(!ag::is_recording());
+    BOOST_TEST(ag::is_training());
+  }
+  BOOST_TEST(!ag::is_training());
+}
+
+BOOST_AUTO_TEST_CASE(ops_under_pause_or_outside_record_are_constants) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray x = nd::array({1, 2, 3}, ctx);
+    x.attach_grad();
+    const nd::NDArray outside = x * 2.0;  // not recorded: a constant [2, 4, 6]
+    BOOST_TEST(!outside.autograd_node());
+    {
+      auto scope = ag::record();
+      nd::NDArray paused;
+      {
+        auto p = ag::pause();
+        paused = x * x;  // not recorded: a constant [1, 4, 9]
+      }
+      BOOST_TEST(!paused.autograd_node());
+      const nd::NDArray y = outside * x + paused * x;  // d/dx = outside + paused
+      BOOST_TEST(static_cast<bool>(y.autograd_node()));
+      y.backward();
+    }
+    BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{3, 8, 15}), tt::per_element());
+    // A backward of the unrecorded result is an error that says what to do.
+    NDG_CHECK_THROWS_WITH(outside.backward(), mx::Error, "backward", "record");
+    // Arrays without attach_grad are never recorded.
+    const nd::NDArray plain = nd::array({1, 2}, ctx);
+    auto scope = ag::record();
+    BOOST_TEST(!(plain * plain).autograd_node());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(grad_req_write_overwrites_and_add_accumulates) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray w = nd::array({1, -2, 3}, ctx), a = nd::array({1, -2, 3}, ctx);
+    w.attach_grad();         // "write"
+    a.attach_grad("add");
+    BOOST_TEST(w.grad().asvector<float>() == (std::vector<float>{0, 0, 0}), tt::per_element());
+    for (int pass = 0; pass < 2; ++pass) {
+      auto scope = ag::record();
+      (w * w).sum().backward();  // 2w
+      (a * a).sum().backward();  // 2a, added
+    }
+    BOOST_TEST(w.grad().asvector<float>() == (std::vector<float>{2, -4, 6}), tt::per_element());
+    BOOST_TEST(a.grad().asvector<float>() == (std::vector<float>{4, -8, 12}), tt::per_element());
+    // A third pass with another function: write shows only it, add keeps adding.
+    {
+      auto scope = ag::record();
+      (w * 5.0).sum().backward();
+      (a * 5.0).sum().backward();
+    }
+    BOOST_TEST(w.grad().asvector<float>() == (std::vector<float>{5, 5, 5}), tt::per_element());
+    BOOST_TEST(a.grad().asvector<float>() == (std::vector<float>{9, -3, 17}), tt::per_element());
+    NDG_CHECK_THROWS_WITH(a.attach_grad("sum"), mx::ValueError, "grad_req", "sum");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(backward_with_a_head_gradient) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray x = nd::array({{1, 2}, {3, 4}}, ctx);
+    x.attach_grad();
+    {
+      auto scope = ag::record();
+      const nd::NDArray y = x * x * 3.0;  // dy/dx = 6x
+      y.backward(nd::array({{1, 0.5}, {-1, 2}}, ctx));
+    }
+    BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{6, 6, -18, 48}), tt::per_element());
+    // The default head gradient is ones.
+    {
+      auto scope = ag::record();
+      (x * x * 3.0).backward();
+    }
+    BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{6, 12, 18, 24}), tt::per_element());
+    // A head gradient of another shape is an error.
+    auto scope = ag::record();
+    const nd::NDArray y = x * 2.0;
+    NDG_CHECK_THROWS_WITH(y.backward(nd::ones({4}, ctx)), mx::ShapeError, "(4,)", "(2, 2)");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(grad_without_attach_grad_throws) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray x = nd::array({1, 2, 3}, ctx);
+    NDG_CHECK_THROWS_WITH(x.grad(), mx::Error, "attach_grad", "(3,)");
+    // A computed (non-leaf) array has no gradient either.
+    nd::NDArray v = nd::array({1, 2, 3}, ctx);
+    v.attach_grad();
+    auto scope = ag::record();
+    NDG_CHECK_THROWS_WITH((v * 2.0).grad(), mx::Error, "attach_grad");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(backward_of_an_unrecorded_array_throws) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray x = nd::array({1, 2, 3}, ctx);
+    x.attach_grad();
+    const nd::NDArray y = (x * x).sum();  // outside record()
+    NDG_CHECK_THROWS_WITH(y.backward(), mx::Error, "record");
+    const nd::NDArray plain = nd::array({1, 2}, ctx);
+    NDG_CHECK_THROWS_WITH(plain.backward(), mx::Error, "record");
+    NDG_CHECK_THROWS_WITH(mx::autograd::backward(nd::NDArray()), mx::Error, "backward");
+    BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{0, 0, 0}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(in_place_update_of_a_recorded_array_throws_while_recording) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray x = nd::array({1, 2, 3}, ctx);
+    x.attach_grad();
+    {
+      auto scope = ag::record();
+      nd::NDArray y = x * 2.0;
+      NDG_CHECK_THROWS_WITH(y += 1.0, mx::Error, "in place", "recording");
+      NDG_CHECK_THROWS_WITH(y += nd::ones({3}, ctx), mx::Error, "in place", "recording");
+      NDG_CHECK_THROWS_WITH(y *= 2.0, mx::Error, "in place", "recording");
+      NDG_CHECK_THROWS_WITH(x -= nd::ones({3}, ctx), mx::Error, "in place", "recording");
+      // Nothing was changed, and the gradient is still right.
+      BOOST_TEST(y.asvector<float>() == (std::vector<float>{2, 4, 6}), tt::per_element());
+      (y * x).sum().backward();  // d/dx 2x² = 4x
+    }
+    BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{4, 8, 12}), tt::per_element());
+    // Outside record() (an optimizer's update), and on unrecorded arrays, in place is fine.
+    x += 1.0;
+    BOOST_TEST(x.asvector<float>() == (std::vector<float>{2, 3, 4}), tt::per_element());
+    auto scope = ag::record();
+    nd::NDArray plain = nd::array({1, 1}, ctx);
+    plain += 1.0;
+    BOOST_TEST(plain.asvector<float>() == (std::vector<float>{2, 2}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(detach_stops_gradients) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray x = nd::array({1, -2, 0.5}, ctx);
+    x.attach_grad();
+    {
+      auto scope = ag::record();
+      const nd::NDArray y = x * x;
+      const nd::NDArray d = y.detach();
+      BOOST_TEST(!d.autograd_node());
+      BOOST_TEST(d.asvector<float>() == y.asvector<float>(), tt::per_element());
+      (d * x + y).backward();  // x²(const)·x + x²: d/dx = x² + 2x
+    }
+    BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{3, 0, 1.25}), tt::per_element());
+    {
+      auto scope = ag::record();
+      (x.detach() * x.detach() + x).backward();  // only the last term
+    }
+    BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{1, 1, 1}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_variable_used_twice_accumulates_both_paths) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray x = nd::array({1, -2, 3}, ctx);
+    x.attach_grad();
+    {
+      auto scope = ag::record();
+      (x * x + x).backward();  // 2x + 1
+    }
+    BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{3, -3, 7}), tt::per_element());
+    {
+      auto scope = ag::record();
+      const nd::NDArray y = x * x;  // one node used by two consumers
+      (y * x + y).sum().backward();  // x³ + x²: 3x² + 2x
+    }
+    BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{5, 8, 33}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(astype_passes_the_gradient_back_in_the_source_dtype) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray x = nd::array({0.5, -1.25, 3}, ctx, DType::float64);
+    x.attach_grad();
+    {
+      auto scope = ag::record();
+      const nd::NDArray y = x.astype(DType::float32);
+      BOOST_TEST(y.dtype() == DType::float32);
+      (y * y * 2.0).sum().backward();  // 4x
+    }
+    BOOST_TEST(x.grad().dtype() == DType::float64);
+    BOOST_TEST(x.grad().asvector<double>() == (Values{2, -5, 12}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(gradients_stay_on_the_variable_context) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray x = nd::array({1, 2}, ctx);
+    x.attach_grad();
+    {
+      auto scope = ag::record();
+      (nd::exp(x) * 0.0 + x * 3.0).sum().backward();
+    }
+    BOOST_TEST(x.grad().context() == ctx);
+    BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{3, 3}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
