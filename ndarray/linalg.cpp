@@ -43,16 +43,20 @@ NDArray dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose
   if (args.k == 0) return out.fill(0.0);
   backend(a.context()).gemm(a.context(), a.dtype(), args, a.data(), b.data(), out.data());
   if (autograd::needs_record({&a, &b})) {
+    // Only the operands that lead to a variable get a gradient product (a Dense layer's input
+    // usually does not), so backward costs no more matrix products than it must.
+    const bool need_a = a.autograd_node() != nullptr, need_b = b.autograd_node() != nullptr;
     autograd::record_op("dot", out, {&a, &b}, [a = a.detach(), b = b.detach(), transpose_a, transpose_b,
-                                              m = args.m, n = args.n](const NDArray& g) {
+                                              need_a, need_b, m = args.m, n = args.n](const NDArray& g) {
       // In 2-D terms, with C = op(A)·op(B) and G its gradient:
       //   A: G·op(B)ᵀ (or its transpose when A is stored transposed); B: op(A)ᵀ·G (likewise).
       const NDArray g2 = g.reshape({m, n});
       const NDArray a2 = a.ndim() == 2 ? a : a.reshape({1, a.size()});
       const NDArray b2 = b.ndim() == 2 ? b : b.reshape({b.size(), 1});
-      NDArray ga = transpose_a ? dot(b2, g2, transpose_b, true) : dot(g2, b2, false, !transpose_b);
-      NDArray gb = transpose_b ? dot(g2, a2, true, transpose_a) : dot(a2, g2, !transpose_a, false);
-      return std::vector<NDArray>{ga.reshape(a.shape()), gb.reshape(b.shape())};
+      NDArray ga, gb;
+      if (need_a) ga = (transpose_a ? dot(b2, g2, transpose_b, true) : dot(g2, b2, false, !transpose_b)).reshape(a.shape());
+      if (need_b) gb = (transpose_b ? dot(g2, a2, true, transpose_a) : dot(a2, g2, !transpose_a, false)).reshape(b.shape());
+      return std::vector<NDArray>{ga, gb};
     });
   }
   return out;
