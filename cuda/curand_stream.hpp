@@ -27,6 +27,7 @@ class CurandStream {
   // `offset` when offset >= 0 (else it continues). Call with the generator's device current.
   curandGenerator_t prepare(std::int64_t offset, std::int64_t n);
   std::uint64_t position();  // values drawn since the last seed
+  // The stream device draws are queued on; set before the first prepare() or position().
   void set_stream(cudaStream_t stream) { stream_ = stream; }
 
  private:

@@ -12,6 +12,9 @@ namespace mx::cuda {
 
 Device::Device(int id) : id_(id) {
   NDG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  // Before any use of the generator (curand_position() may create it): draws must be queued on
+  // this stream, or the ops that read them would not be ordered after them.
+  curand_.set_stream(stream_);
   NDG_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool_, id));
   // Keep freed blocks cached in the pool instead of returning them at every synchronisation.
   std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
@@ -29,7 +32,6 @@ cublasHandle_t Device::cublas() {
 
 std::pair<curandGenerator_t, std::unique_lock<std::mutex>> Device::curand(std::int64_t offset, std::int64_t n) {
   std::unique_lock lock(curand_mutex_);
-  curand_.set_stream(stream_);
   return {curand_.prepare(offset, n), std::move(lock)};
 }
 
