@@ -33,6 +33,15 @@ void check_update(const char* op, const nd::NDArray& weight, const nd::NDArray& 
 
 }  // namespace
 
+functors::OptimizerStep Optimizer::common_step() const {
+  functors::OptimizerStep step;
+  step.lr = lr_;
+  step.wd = wd_;
+  step.clip = clip_;
+  step.rescale = rescale_;
+  return step;
+}
+
 SGD::SGD(const HyperParams& params) {
   read_params("sgd", params, {{"learning_rate", &lr_}, {"wd", &wd_}, {"clip_gradient", &clip_},
                               {"rescale_grad", &rescale_}, {"momentum", &momentum_}});
@@ -46,11 +55,7 @@ void SGD::update(std::size_t key, nd::NDArray& weight, const nd::NDArray& grad) 
     if (created) it->second = nd::zeros_like(weight);
     mom = it->second.data();
   }
-  functors::OptimizerStep step;
-  step.lr = lr_;
-  step.wd = wd_;
-  step.clip = clip_;
-  step.rescale = rescale_;
+  functors::OptimizerStep step = common_step();
   step.momentum = momentum_;
   backend(weight.context()).sgd_update(weight.context(), weight.dtype(), weight.data(), grad.data(), mom, weight.size(), step);
 }
@@ -71,11 +76,7 @@ void Adam::update(std::size_t key, nd::NDArray& weight, const nd::NDArray& grad)
     s.var = nd::zeros_like(weight);
   }
   ++s.steps;
-  functors::OptimizerStep step;
-  step.lr = lr_;
-  step.wd = wd_;
-  step.clip = clip_;
-  step.rescale = rescale_;
+  functors::OptimizerStep step = common_step();
   step.beta1 = beta1_;
   step.beta2 = beta2_;
   step.epsilon = epsilon_;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ndarray/array.hpp"
+#include "ndarray/functors.hpp"
 
 namespace mx::gluon {
 
@@ -27,6 +28,8 @@ class Optimizer {
   static std::unique_ptr<Optimizer> create(const std::string& name, const HyperParams& params);
 
  protected:
+  // The hyper-parameters every optimizer shares, as a kernel step.
+  functors::OptimizerStep common_step() const;
   double lr_ = 0.01, wd_ = 0, clip_ = -1, rescale_ = 1;
 };
 
