@@ -40,8 +40,6 @@ bench::Row row(std::string name, std::string key, std::string metric, double wor
 void device_sync() { CHECK(cudaDeviceSynchronize()); }
 void nd_sync() { nd::waitall(); }
 
-constexpr double GiB = 1024.0 * 1024 * 1024;
-
 }  // namespace
 
 int main(int argc, char** argv) {

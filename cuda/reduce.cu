@@ -2,6 +2,9 @@
 // - inner == 1 (rows, and full reductions): blocks reduce chunks of a row with warp shuffles;
 //   long rows are split across blocks and a second pass combines the per-chunk partials.
 // - inner > 1 (columns): one thread per output, reading coalesced across neighbouring outputs.
+//   When there are too few outputs to fill the GPU (a bias gradient: 4096 columns of 4096 rows),
+//   the rows are split into chunks too, one thread per (chunk, output), and a second pass combines
+//   the chunks.
 // Accumulators carry the position too, so that argmax/argmin share the code of max/min.
 #include <type_traits>
 
@@ -98,26 +101,49 @@ __global__ void finish_rows(const Acc<op, T>* partials, int chunks, Out* out) {
   if (threadIdx.x == 0) out[row] = result<op, T, Out>(acc);
 }
 
+// Thread (o, c, i) reduces in[o, chunk c of the length, i]. With one chunk it writes the result
+// out[o, i]; otherwise the partial partials[o, c, i] for finish_columns.
 template <ReduceOp op, class T, class Out>
-__global__ void reduce_columns(const T* in, ReduceShape s, Out* out) {
-  const std::int64_t outputs = s.outer * s.inner;
-  for (std::int64_t j = global_thread(); j < outputs; j += grid_stride()) {
-    const std::int64_t o = j / s.inner, i = j % s.inner;
+__global__ void reduce_columns(const T* in, ReduceShape s, int chunks, Out* out, Acc<op, T>* partials) {
+  const std::int64_t per_chunk = (s.length + chunks - 1) / chunks;
+  const std::int64_t work = s.outer * chunks * s.inner;
+  for (std::int64_t j = global_thread(); j < work; j += grid_stride()) {
+    const std::int64_t o = j / (chunks * s.inner), c = j / s.inner % chunks, i = j % s.inner;
+    const std::int64_t begin = c * per_chunk, end = begin + per_chunk < s.length ? begin + per_chunk : s.length;
     const T* base = in + o * s.length * s.inner + i;
     Acc<op, T> acc = empty_acc<op, T>();
-    for (std::int64_t k = 0; k < s.length; ++k) {
+    for (std::int64_t k = begin; k < end; ++k) {
       acc = combine<op, T>(acc, Acc<op, T>{static_cast<typename Acc<op, T>::Value>(base[k * s.inner]), k});
     }
+    if (chunks == 1) out[o * s.inner + i] = result<op, T, Out>(acc);
+    else partials[j] = acc;
+  }
+}
+
+template <ReduceOp op, class T, class Out>
+__global__ void finish_columns(const Acc<op, T>* partials, ReduceShape s, int chunks, Out* out) {
+  for (std::int64_t j = global_thread(); j < s.outer * s.inner; j += grid_stride()) {
+    const std::int64_t o = j / s.inner, i = j % s.inner;
+    Acc<op, T> acc = empty_acc<op, T>();
+    for (int c = 0; c < chunks; ++c) acc = combine<op, T>(acc, partials[(o * chunks + c) * s.inner + i]);
     out[j] = result<op, T, Out>(acc);
   }
 }
 
-// Chunks per row: enough blocks to fill the GPU about four times over, each chunk at least
-// 4096 elements long.
+// Rows (inner == 1) go one block per row unless there are more than the grid's y limit; the
+// others (columns, and very many rows) one thread per output.
+bool by_rows(ReduceShape s) { return s.inner == 1 && s.outer <= 65535; }
+
+// Chunks each reduced line is split into. Rows: enough blocks to fill the GPU about four times
+// over, each chunk at least 4096 elements long. Columns: enough threads to fill the GPU (2048 per
+// multiprocessor), each chunk at least 32 elements long.
 int chunks_for(int multiprocessors, ReduceShape s) {
-  if (s.inner != 1 || s.outer == 0 || s.outer > 65535) return 1;
-  const std::int64_t wanted = (std::int64_t{4} * multiprocessors + s.outer - 1) / s.outer;
-  const std::int64_t max_useful = (s.length + 4095) / 4096;
+  const std::int64_t outputs = s.outer * s.inner;
+  if (outputs == 0) return 1;
+  const std::int64_t wanted = by_rows(s) ? (std::int64_t{4} * multiprocessors + outputs - 1) / outputs
+                                         : (std::int64_t{2048} * multiprocessors + outputs - 1) / outputs;
+  const std::int64_t min_chunk = by_rows(s) ? 4096 : 32;
+  const std::int64_t max_useful = (s.length + min_chunk - 1) / min_chunk;
   return static_cast<int>(std::clamp<std::int64_t>(std::min(wanted, max_useful), 1, 1024));
 }
 
@@ -129,11 +155,16 @@ struct ReduceLaunch {
     const T* in = static_cast<const T*>(in_raw);
     Out* out = static_cast<Out*>(out_raw);
     if (s.outer * s.inner == 0) return;
-    if (s.inner != 1 || s.outer > 65535) {  // y-grid limit: many short rows go one per thread
-      reduce_columns<op, T, Out><<<blocks_for(s.outer * s.inner), kThreads, 0, stream>>>(in, s, out);
+    const int chunks = chunks_for(multiprocessors, s);
+    auto* partials = static_cast<Acc<op, T>*>(scratch);
+    if (!by_rows(s)) {
+      reduce_columns<op, T, Out><<<blocks_for(s.outer * chunks * s.inner), kThreads, 0, stream>>>(
+          in, s, chunks, out, partials);
+      if (chunks > 1) {
+        check_launch(op_name(op));
+        finish_columns<op, T, Out><<<blocks_for(s.outer * s.inner), kThreads, 0, stream>>>(partials, s, chunks, out);
+      }
     } else {
-      const int chunks = chunks_for(multiprocessors, s);
-      auto* partials = static_cast<Acc<op, T>*>(scratch);
       reduce_rows<op, T, Out><<<dim3(chunks, static_cast<unsigned>(s.outer)), kThreads, 0, stream>>>(
           in, s.length, chunks, out, partials);
       if (chunks > 1) {
@@ -151,7 +182,7 @@ using ReduceFn = void (*)(cudaStream_t, int, const void*, void*, ReduceShape, vo
 
 std::size_t reduce_scratch_bytes(int multiprocessors, ReduceShape shape) {
   const int chunks = chunks_for(multiprocessors, shape);
-  return chunks > 1 ? static_cast<std::size_t>(shape.outer * chunks) * 16 : 0;  // 16 >= sizeof(Acc)
+  return chunks > 1 ? static_cast<std::size_t>(shape.outer * chunks * shape.inner) * 16 : 0;  // 16 >= sizeof(Acc)
 }
 
 void reduce(cudaStream_t stream, int multiprocessors, ReduceOp op, DType dt, const void* in, void* out,

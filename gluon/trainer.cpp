@@ -1,25 +1,42 @@
 #include "gluon/trainer.hpp"
 
-#include "ndarray/elementwise.hpp"
+#include "context/error.hpp"
 
 namespace mx::gluon {
 
-Trainer::Trainer(ParameterDict params, const std::string& optimizer, const HyperParams& optimizer_params)
-    : params_(std::move(params)), optimizer_(Optimizer::create(optimizer, optimizer_params)) {
+namespace {
+
+nd::ReduceAlgo algo_for_kvstore(const std::string& kvstore) {
+  if (kvstore == "device") return nd::ReduceAlgo::automatic;
+  if (kvstore == "nccl") {
+    if (!nd::built_with_nccl()) {
+      throw ValueError("Trainer: kvstore 'nccl' needs a build with NCCL (reconfigure with -Dnccl=enabled where "
+                       "NCCL is installed), or use kvstore 'device'");
+    }
+    return nd::ReduceAlgo::nccl;
+  }
+  if (kvstore == "p2p") return nd::ReduceAlgo::peer;
+  throw ValueError("Trainer: unknown kvstore '" + kvstore + "'; valid: device, nccl, p2p");
+}
+
+}  // namespace
+
+Trainer::Trainer(ParameterDict params, const std::string& optimizer, const HyperParams& optimizer_params,
+                 const std::string& kvstore)
+    : params_(std::move(params)), optimizer_(Optimizer::create(optimizer, optimizer_params)),
+      reduce_algo_(algo_for_kvstore(kvstore)) {
   const auto it = optimizer_params.find("rescale_grad");
   if (it != optimizer_params.end()) rescale_grad_ = it->second;
 }
 
 void Trainer::allreduce_grads() {
+  std::vector<std::vector<nd::NDArray>> groups;
   for (auto& [name, param] : params_) {
     if (param.grad_req() == "null") continue;
     std::vector<nd::NDArray> grads = param.list_grad();
-    if (grads.size() < 2) continue;
-    // Sum on the first context (peer copies between GPUs), then give every copy the sum.
-    nd::NDArray total = grads[0].copy();
-    for (std::size_t i = 1; i < grads.size(); ++i) total += grads[i].copyto(total.context());
-    for (nd::NDArray& g : grads) total.copyto(g);
+    if (grads.size() > 1) groups.push_back(std::move(grads));
   }
+  nd::all_reduce(groups, reduce_algo_);  // one fused NCCL launch for all of them
 }
 
 void Trainer::update(std::int64_t batch_size) {

@@ -3,23 +3,32 @@
 //
 //   gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", 0.1}});
 //   ... loss.backward(); trainer.step(batch_size);
+//
+// Parameters initialised on several contexts (data parallelism) get their gradients summed over
+// the contexts before every update, through NCCL when the build has it (kvstore "device").
 #include <memory>
 #include <string>
 
 #include "gluon/optimizer.hpp"
 #include "gluon/parameter_dict.hpp"
+#include "ndarray/collective.hpp"
 
 namespace mx::gluon {
 
 class Trainer {
  public:
-  Trainer(ParameterDict params, const std::string& optimizer, const HyperParams& optimizer_params = {});
+  // kvstore: how gradients are summed across contexts. "device" (the default): NCCL when the build
+  // has it and the copies are on GPUs, else peer copies; "nccl": NCCL only; "p2p": peer copies
+  // only (GPU-to-GPU over NVLink/PCIe where the pair allows, as MXNet's "device").
+  Trainer(ParameterDict params, const std::string& optimizer, const HyperParams& optimizer_params = {},
+          const std::string& kvstore = "device");
 
   // One update of every parameter with grad_req != "null", the gradients scaled by 1/batch_size
   // (times rescale_grad). A parameter on several contexts first has its gradients summed over
   // them, so that every copy gets the same update.
   void step(std::int64_t batch_size);
-  // The gradient reduction alone (step does it), and the update alone.
+  // The gradient reduction alone (step does it), and the update alone. Both queue their work on
+  // each context's stream and return without waiting.
   void allreduce_grads();
   void update(std::int64_t batch_size);
 
@@ -31,6 +40,7 @@ class Trainer {
   ParameterDict params_;
   std::unique_ptr<Optimizer> optimizer_;
   double rescale_grad_ = 1;
+  nd::ReduceAlgo reduce_algo_;
 };
 
 }  // namespace mx::gluon

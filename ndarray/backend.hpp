@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "context/context.hpp"
 #include "ndarray/dtype.hpp"
@@ -108,5 +109,20 @@ struct HostAllocator {
   virtual void empty_cache() = 0;
 };
 HostAllocator* pinned_host_allocator();
+
+// Collective operations across GPUs through NCCL. cuda/ provides them in a build with NCCL;
+// nccl_collectives() is nullptr otherwise.
+struct AllReduceItem {
+  DType dtype;
+  std::int64_t count;
+  std::vector<void*> buffers;  // buffers[r] on gpu(devices[r]), count elements each
+};
+struct Collectives {
+  virtual ~Collectives() = default;
+  // Every buffer of each item becomes the elementwise sum of the item's buffers, in place. Queued
+  // on each device's stream, all items in one fused launch; returns without waiting.
+  virtual void all_reduce_sum(const std::vector<int>& devices, const std::vector<AllReduceItem>& items) = 0;
+};
+Collectives* nccl_collectives();
 
 }  // namespace mx

@@ -5,6 +5,7 @@
 #include "context/error.hpp"
 #include "ndarray/array.hpp"
 #include "ndarray/autograd.hpp"
+#include "ndarray/collective.hpp"
 #include "ndarray/creation.hpp"
 #include "ndarray/elementwise.hpp"
 #include "ndarray/linalg.hpp"

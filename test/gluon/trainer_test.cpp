@@ -1,7 +1,8 @@
 // Trainer and optimizers: SGD (momentum, weight decay, rescaling, clipping) and Adam against updates
 // computed here in double precision, on every context; the errors; a regression that converges;
-// the same step on cpu(0) and each GPU; and a parameter on several contexts (summed gradients,
-// identical copies).
+// the same step on cpu(0) and each GPU; and data parallelism: a parameter on several contexts
+// (summed gradients through NCCL and through peer copies, identical copies, the same result as one
+// GPU on the whole batch).
 #include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
 
@@ -15,6 +16,8 @@
 #include <gluon/loss.hpp>
 #include <gluon/nn.hpp>
 #include <gluon/trainer.hpp>
+#include <gluon/utils.hpp>
+#include <ndarray/collective.hpp>
 
 namespace nd = mx::nd;
 namespace gluon = mx::gluon;
@@ -224,12 +227,15 @@ std::vector<Values> parameter_values(const nn::Sequential& net, mx::Context ctx)
 // A parameter initialised on every context of ctxs, each context getting part of a batch: after
 // allreduce_grads every copy holds the sum of the gradients, and after the update every copy holds
 // the same values, those of one context trained on the whole batch.
-void check_data_parallel_steps(const std::vector<mx::Context>& ctxs) {
+// Data-parallel steps over ctxs (each context one share of the batch, gradients summed through
+// `kvstore`) against the same steps on the whole batch on reference_ctx alone.
+void check_data_parallel_steps(const std::vector<mx::Context>& ctxs, const std::string& kvstore = "device",
+                               mx::Context reference_ctx = mx::cpu()) {
   const std::int64_t per_context = 3, n = per_context * static_cast<std::int64_t>(ctxs.size());
-  nn::Sequential net = make_mlp(ctxs), reference = make_mlp({mx::cpu()});
-  gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", 0.5}, {"momentum", 0.9}, {"wd", 0.01}});
-  gluon::Trainer reference_trainer(reference.collect_params(), "sgd",
-                                   {{"learning_rate", 0.5}, {"momentum", 0.9}, {"wd", 0.01}});
+  nn::Sequential net = make_mlp(ctxs), reference = make_mlp({reference_ctx});
+  const gluon::HyperParams sgd{{"learning_rate", 0.5}, {"momentum", 0.9}, {"wd", 0.01}};
+  gluon::Trainer trainer(net.collect_params(), "sgd", sgd, kvstore);
+  gluon::Trainer reference_trainer(reference.collect_params(), "sgd", sgd);
   const bool all_gpus = std::none_of(ctxs.begin(), ctxs.end(), [](mx::Context c) { return c == mx::cpu(); });
   for (unsigned step = 0; step < 3; ++step) {
     BOOST_TEST_CONTEXT("step " << step + 1) {
@@ -244,7 +250,7 @@ void check_data_parallel_steps(const std::vector<mx::Context>& ctxs) {
         local.emplace_back();
         for (const nd::NDArray& g : param.list_grad()) local.back().push_back(g.asvector<double>());
       }
-      forward_backward(reference, batch, mx::cpu());
+      forward_backward(reference, batch, reference_ctx);
       trainer.allreduce_grads();
       // The reference net has other global names: pair parameters by position.
       std::vector<gluon::Parameter> reference_params;
@@ -256,7 +262,7 @@ void check_data_parallel_steps(const std::vector<mx::Context>& ctxs) {
           for (const Values& g : local[p]) {
             for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += g[i];
           }
-          const Values whole = reference_params[p].grad(mx::cpu()).asvector<double>();
+          const Values whole = reference_params[p].grad(reference_ctx).asvector<double>();
           BOOST_TEST(ndg_test::relative_error(sum, whole) < 1e-5);
           for (mx::Context ctx : ctxs) {
             BOOST_TEST_CONTEXT("on " << ctx.str()) {
@@ -271,7 +277,7 @@ void check_data_parallel_steps(const std::vector<mx::Context>& ctxs) {
       }
       trainer.update(n);
       reference_trainer.step(n);
-      const auto want = parameter_values(reference, mx::cpu());
+      const auto want = parameter_values(reference, reference_ctx);
       const auto first = parameter_values(net, ctxs[0]);
       for (mx::Context ctx : ctxs) {
         BOOST_TEST_CONTEXT("on " << ctx.str()) {
@@ -506,9 +512,66 @@ BOOST_AUTO_TEST_CASE(parameter_on_cpu_and_gpu_gets_summed_gradients_and_identica
   check_data_parallel_steps({mx::cpu(), mx::gpu(0)});
 }
 
-BOOST_AUTO_TEST_CASE(parameter_on_every_gpu_gets_summed_gradients_and_identical_copies,
+BOOST_AUTO_TEST_CASE(data_parallel_steps_over_every_gpu_equal_one_gpu_on_the_whole_batch,
                      *boost::unit_test::precondition(ndg_test::needs_gpus{2})) {
-  check_data_parallel_steps(mx::try_all_gpus());
+  std::vector<std::string> kvstores = {"p2p", "device"};
+  if (nd::built_with_nccl()) kvstores.push_back("nccl");  // "device" is NCCL then; "p2p" the fallback
+  for (const std::string& kvstore : kvstores) {
+    BOOST_TEST_CONTEXT("kvstore " << kvstore) {
+      check_data_parallel_steps(mx::try_all_gpus(), kvstore, mx::gpu(0));
+      check_data_parallel_steps({mx::gpu(0), mx::gpu(1)}, kvstore, mx::gpu(1));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(copies_stay_identical_over_many_data_parallel_steps,
+                     *boost::unit_test::precondition(ndg_test::needs_gpus{2})) {
+  // 100 steps of a split batch through split_and_load: every GPU's copy of every parameter is the
+  // same bit for bit, and close to the same training on one GPU.
+  const std::vector<mx::Context> gpus = mx::try_all_gpus();
+  const auto n = static_cast<std::int64_t>(4 * gpus.size());
+  nn::Sequential net = make_mlp(gpus), single = make_mlp({mx::gpu(0)});
+  const gluon::HyperParams adam{{"learning_rate", 0.01}, {"wd", 0.001}};
+  gluon::Trainer trainer(net.collect_params(), "adam", adam);
+  gluon::Trainer single_trainer(single.collect_params(), "adam", adam);
+  const gluon::loss::SoftmaxCrossEntropyLoss loss;
+  for (unsigned step = 0; step < 100; ++step) {
+    const Batch batch = make_batch(n, 300 + step);
+    const nd::NDArray x = float32(batch.x, {n, 4}, mx::cpu()), y = float32(batch.labels, {n}, mx::cpu());
+    const std::vector<nd::NDArray> xs = gluon::utils::split_and_load(x, gpus);
+    const std::vector<nd::NDArray> ys = gluon::utils::split_and_load(y, gpus);
+    {
+      auto scope = ag::record();
+      std::vector<nd::NDArray> losses;
+      for (std::size_t k = 0; k < gpus.size(); ++k) losses.push_back(loss(net(xs[k]), ys[k]));
+      for (const nd::NDArray& l : losses) l.backward();
+    }
+    trainer.step(n);
+    forward_backward(single, batch, mx::gpu(0));
+    single_trainer.step(n);
+  }
+  const auto want = parameter_values(single, mx::gpu(0));
+  const auto first = parameter_values(net, gpus[0]);
+  for (mx::Context gpu : gpus) {
+    BOOST_TEST_CONTEXT("on " << gpu.str()) {
+      const auto got = parameter_values(net, gpu);
+      for (std::size_t q = 0; q < got.size(); ++q) {
+        BOOST_TEST(got[q] == first[q], tt::per_element());
+        BOOST_TEST(ndg_test::relative_error(got[q], want[q]) < 1e-3, "parameter " << q);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(unknown_kvstore_lists_the_valid_ones) {
+  gluon::Parameter w = make_parameter("w", {2}, {1, 2}, {mx::cpu()});
+  gluon::ParameterDict dict;
+  dict.add(w);
+  NDG_CHECK_THROWS_WITH(gluon::Trainer(dict, "sgd", {}, "dist_sync"), mx::ValueError, "dist_sync", "device", "nccl",
+                        "p2p");
+  if (!nd::built_with_nccl()) {
+    NDG_CHECK_THROWS_WITH(gluon::Trainer(dict, "sgd", {}, "nccl"), mx::ValueError, "needs a build with NCCL");
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -269,6 +269,23 @@ BOOST_AUTO_TEST_CASE(ties_far_apart_in_a_large_array) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(column_ties_far_apart_keep_the_first_row) {
+  // (20000, 3) along axis 0: GPUs split each column into chunks of rows; the ties lie in
+  // different chunks and the first row must win.
+  const std::int64_t rows = 20000;
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    const nd::NDArray x = nd::zeros({rows, 3}, ctx);
+    x.slice(15000, 15001).fill(4);
+    x.slice(300, 301).fill(4);
+    x.slice(19999, 20000).fill(-4);
+    x.slice(12, 13).fill(-4);
+    BOOST_TEST(values(x.argmax(0)) == Values({300, 300, 300}), tt::per_element());
+    BOOST_TEST(values(x.argmin(0)) == Values({12, 12, 12}), tt::per_element());
+    BOOST_TEST(values(x.max(0)) == Values({4, 4, 4}), tt::per_element());
+    BOOST_TEST(values(nd::ones({rows, 3}, ctx).sum(0)) == Values({20000, 20000, 20000}), tt::per_element());
+  });
+}
+
 BOOST_AUTO_TEST_CASE(nan_propagates) {
   ndg_test::for_each_context([](mx::Context ctx) {
     const float nan = std::numeric_limits<float>::quiet_NaN();

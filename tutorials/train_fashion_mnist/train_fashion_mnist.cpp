@@ -1,8 +1,13 @@
 // D2L chapter 3-4 in C++: softmax regression and the concise MLP (784-256-10, ReLU) on
 // Fashion-MNIST, batch 256, SGD, trained with autograd and a Trainer.
 //
-//   train_fashion_mnist [--ctx cpu|gpu|gpu:N] [--model softmax|mlp|both] [--epochs 10]
+//   train_fashion_mnist [--gpus N | --ctx cpu|gpu|gpu:N] [--model softmax|mlp|both] [--epochs 10]
 //                       [--lr LR] [--batch-size 256] [--subset N] [--csv FILE] [--data DIR]
+//
+// By default it trains on every GPU (cpu(0) when there is none). With several GPUs it is
+// data-parallel, as D2L's multi-GPU chapter: each batch is split over the GPUs with
+// split_and_load, each GPU runs forward and backward on its slice, and trainer.step sums the
+// gradients across them (NCCL) before the identical update on every copy.
 //
 // Per epoch it prints the loss, train accuracy, test accuracy and time, writes the curves to CSV
 // and, when gnuplot is installed, draws them into a PNG next to the CSV.
@@ -12,12 +17,14 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include <gluon/data.hpp>
 #include <gluon/loss.hpp>
 #include <gluon/metric.hpp>
 #include <gluon/nn.hpp>
 #include <gluon/trainer.hpp>
+#include <gluon/utils.hpp>
 
 namespace nd = mx::nd;
 namespace nn = mx::gluon::nn;
@@ -26,7 +33,7 @@ namespace gdata = mx::gluon::data;
 namespace {
 
 struct Options {
-  mx::Context ctx = mx::try_gpu();
+  std::vector<mx::Context> ctxs = mx::try_all_gpus();
   std::string model = "both";
   int epochs = 10;
   double lr = -1;  // per model default
@@ -46,10 +53,17 @@ Options parse(int argc, char** argv) {
     };
     if (arg == "--ctx") {
       const std::string c = value();
-      if (c == "cpu") o.ctx = mx::cpu();
-      else if (c == "gpu") o.ctx = mx::gpu(0);
-      else if (c.rfind("gpu:", 0) == 0) o.ctx = mx::gpu(std::stoi(c.substr(4)));
+      if (c == "cpu") o.ctxs = {mx::cpu()};
+      else if (c == "gpu") o.ctxs = {mx::gpu(0)};
+      else if (c.rfind("gpu:", 0) == 0) o.ctxs = {mx::gpu(std::stoi(c.substr(4)))};
       else throw mx::ValueError("--ctx takes cpu, gpu or gpu:N, not " + c);
+    } else if (arg == "--gpus") {
+      const int n = std::stoi(value());
+      if (n < 1 || n > mx::num_gpus()) {
+        throw mx::ValueError("--gpus " + std::to_string(n) + ": " + std::to_string(mx::num_gpus()) + " GPUs are visible");
+      }
+      o.ctxs.clear();
+      for (int i = 0; i < n; ++i) o.ctxs.push_back(mx::gpu(i));
     } else if (arg == "--model") o.model = value();
     else if (arg == "--epochs") o.epochs = std::stoi(value());
     else if (arg == "--lr") o.lr = std::stod(value());
@@ -76,9 +90,17 @@ void progress(std::int64_t done, std::int64_t total) {
   if (done == total) std::fprintf(stderr, "\r%*s\r", width + 24, "");
 }
 
-double evaluate_accuracy(mx::gluon::Block& net, gdata::DataLoader& loader, mx::Context ctx) {
+// One slice of the batch per context (the whole batch when there is one context).
+std::vector<nd::NDArray> split(const nd::NDArray& batch, const std::vector<mx::Context>& ctxs) {
+  return mx::gluon::utils::split_and_load(batch, ctxs, 0, false);
+}
+
+double evaluate_accuracy(mx::gluon::Block& net, gdata::DataLoader& loader, const std::vector<mx::Context>& ctxs) {
   mx::metric::Accuracy accuracy;
-  for (auto& [X, y] : loader) accuracy.update(y, net(X.as_in_context(ctx)));
+  for (auto& [X, y] : loader) {
+    const std::vector<nd::NDArray> xs = split(X, ctxs), ys = split(y, ctxs);
+    for (std::size_t k = 0; k < xs.size(); ++k) accuracy.update(ys[k], net(xs[k]));
+  }
   return accuracy.get().second;
 }
 
@@ -87,30 +109,34 @@ struct EpochResult {
 };
 
 EpochResult train_epoch(mx::gluon::Block& net, gdata::DataLoader& train, gdata::DataLoader& test,
-                        mx::gluon::Trainer& trainer, mx::Context ctx) {
+                        mx::gluon::Trainer& trainer, const std::vector<mx::Context>& ctxs) {
   const auto start = std::chrono::steady_clock::now();
   mx::gluon::loss::SoftmaxCrossEntropyLoss loss;
   mx::metric::Accuracy accuracy;
-  nd::NDArray loss_sum = nd::zeros({1}, ctx);  // summed on the device: no sync per batch
+  nd::NDArray loss_sum = nd::zeros({1}, ctxs[0]);  // summed on the device: no sync per batch
   std::int64_t samples = 0, step = 0;
-  for (auto& [X_cpu, y_cpu] : train) {
-    const nd::NDArray X = X_cpu.as_in_context(ctx), y = y_cpu.as_in_context(ctx);
-    nd::NDArray y_hat, l;
+  for (auto& [X, y] : train) {
+    const std::vector<nd::NDArray> xs = split(X, ctxs), ys = split(y, ctxs);
+    std::vector<nd::NDArray> y_hats, losses;
     {
       auto recording = mx::autograd::record();
-      y_hat = net(X);
-      l = loss(y_hat, y);
+      for (std::size_t k = 0; k < xs.size(); ++k) {  // queued on each GPU in turn; they run at once
+        y_hats.push_back(net(xs[k]));
+        losses.push_back(loss(y_hats.back(), ys[k]));
+      }
     }
-    l.backward();
-    trainer.step(X.shape()[0]);
-    loss_sum += l.sum();
-    accuracy.update(y, y_hat);
+    for (const nd::NDArray& l : losses) l.backward();
+    trainer.step(X.shape()[0]);  // sums the gradients over the GPUs, then updates every copy
+    for (std::size_t k = 0; k < xs.size(); ++k) {
+      loss_sum += losses[k].sum().as_in_context(ctxs[0]);
+      accuracy.update(ys[k], y_hats[k]);
+    }
     samples += X.shape()[0];
     progress(++step, train.size());
   }
   const double train_loss = loss_sum.asscalar<float>() / static_cast<double>(samples);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return {train_loss, accuracy.get().second, evaluate_accuracy(net, test, ctx), seconds};
+  return {train_loss, accuracy.get().second, evaluate_accuracy(net, test, ctxs), seconds};
 }
 
 void plot(const std::string& csv) {
@@ -137,8 +163,11 @@ int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
     mx::random::seed(0);
-    std::printf("training on %s%s\n", o.ctx.str().c_str(),
-                o.ctx.is_gpu() ? (" (" + mx::gpu_name(o.ctx.device_id()) + ")").c_str() : "");
+    std::printf("training on");
+    for (mx::Context ctx : o.ctxs) {
+      std::printf(" %s%s", ctx.str().c_str(), ctx.is_gpu() ? (" (" + mx::gpu_name(ctx.device_id()) + ")").c_str() : "");
+    }
+    std::printf("%s\n", o.ctxs.size() > 1 ? ", data-parallel" : "");
     gdata::FashionMNIST train_set(true, o.data_dir, o.subset), test_set(false, o.data_dir, o.subset);
     gdata::DataLoader train(train_set, o.batch_size, true, "keep", gdata::to_tensor);
     gdata::DataLoader test(test_set, o.batch_size, false, "keep", gdata::to_tensor);
@@ -153,14 +182,14 @@ int main(int argc, char** argv) {
       } else {
         net.add(nn::Flatten(), nn::Dense(256, "relu"), nn::Dense(10));
       }
-      net.initialize(mx::init::Normal(0.01), o.ctx);
+      net.initialize(mx::init::Normal(0.01), o.ctxs);
       const double lr = o.lr > 0 ? o.lr : (model == "softmax" ? 0.1 : 0.5);
       mx::gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", lr}});
       std::printf("\n%s, lr %g, batch %lld, %d epochs\n", model == "softmax" ? "softmax regression" : "MLP 784-256-10",
                   lr, static_cast<long long>(o.batch_size), o.epochs);
       std::printf("%6s %9s %10s %9s %9s %12s\n", "epoch", "loss", "train acc", "test acc", "time (s)", "samples/s");
       for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-        const EpochResult r = train_epoch(net, train, test, trainer, o.ctx);
+        const EpochResult r = train_epoch(net, train, test, trainer, o.ctxs);
         std::printf("%6d %9.4f %10.4f %9.4f %9.2f %12.0f\n", epoch, r.loss, r.train_acc, r.test_acc, r.seconds,
                     static_cast<double>(train_set.size()) / r.seconds);
         std::fflush(stdout);

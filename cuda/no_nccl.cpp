@@ -1,0 +1,8 @@
+// A CUDA build without NCCL (-Dnccl=disabled, or none found): all_reduce uses peer copies.
+#include "ndarray/backend.hpp"
+
+namespace mx {
+
+Collectives* nccl_collectives() { return nullptr; }
+
+}  // namespace mx
