@@ -72,6 +72,10 @@ class GpuBackend final : public Backend {
     OnDevice on(ctx, "fill");
     cuda::fill(on.stream(), dt, out, n, value);
   }
+  void arange(Context ctx, DType dt, void* out, std::int64_t n, double start, double step) override {
+    OnDevice on(ctx, "arange");
+    cuda::arange(on.stream(), dt, out, n, start, step);
+  }
   void cast(Context ctx, DType from, const void* in, DType to, void* out, std::int64_t n) override {
     OnDevice on(ctx, "astype");
     cuda::cast(on.stream(), from, in, to, out, n);

@@ -54,6 +54,13 @@ __global__ void fill_elements(T* out, std::int64_t n, T value) {
   for (std::int64_t i = global_thread(); i < n; i += grid_stride()) out[i] = value;
 }
 
+template <class T>
+__global__ void arange_elements(T* out, std::int64_t n, double start, double step) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
+    out[i] = static_cast<T>(start + static_cast<double>(i) * step);
+  }
+}
+
 template <class From, class To>
 __global__ void cast_elements(To* out, const From* in, std::int64_t n) {
   for (std::int64_t i = global_thread(); i < n; i += grid_stride()) out[i] = static_cast<To>(in[i]);
@@ -236,6 +243,15 @@ void fill(cudaStream_t stream, DType dt, void* out, std::int64_t n, double value
     fill_elements<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(out), n, static_cast<T>(value));
   });
   check_launch("fill");
+}
+
+void arange(cudaStream_t stream, DType dt, void* out, std::int64_t n, double start, double step) {
+  if (n == 0) return;
+  dispatch_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    arange_elements<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(out), n, start, step);
+  });
+  check_launch("arange");
 }
 
 void cast(cudaStream_t stream, DType from, const void* in, DType to, void* out, std::int64_t n) {

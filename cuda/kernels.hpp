@@ -10,6 +10,7 @@
 namespace mx::cuda {
 
 void fill(cudaStream_t stream, DType dt, void* out, std::int64_t n, double value);
+void arange(cudaStream_t stream, DType dt, void* out, std::int64_t n, double start, double step);
 void cast(cudaStream_t stream, DType from, const void* in, DType to, void* out, std::int64_t n);
 void binary(cudaStream_t stream, BinaryOp op, DType dt, const BroadcastIndex& index, const void* a,
             const void* b, void* out);

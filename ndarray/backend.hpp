@@ -49,6 +49,8 @@ class Backend {
                            std::size_t bytes) = 0;
 
   virtual void fill(Context ctx, DType dt, void* out, std::int64_t n, double value) = 0;
+  // out[i] = start + i * step (computed in double, then converted): arange, made on the device.
+  virtual void arange(Context ctx, DType dt, void* out, std::int64_t n, double start, double step) = 0;
   virtual void cast(Context ctx, DType from, const void* in, DType to, void* out, std::int64_t n) = 0;
   virtual void binary(Context ctx, BinaryOp op, DType dt, const BroadcastIndex& index,
                       const void* a, const void* b, void* out) = 0;

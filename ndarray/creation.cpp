@@ -31,9 +31,10 @@ NDArray arange(double start, double stop, double step, Context ctx, DType dtype)
   if (step == 0.0) throw ValueError("arange: step must not be 0");
   const double count = std::ceil((stop - start) / step);
   const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
-  std::vector<double> values(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) values[static_cast<std::size_t>(i)] = start + static_cast<double>(i) * step;
-  return array(values, {n}, ctx, dtype);
+  // Made where it lives: no host copy, so ops that need one (one_hot) never wait for the device.
+  NDArray out({n}, ctx, dtype);
+  backend(ctx).arange(ctx, dtype, out.data(), n, start, step);
+  return out;
 }
 
 NDArray arange(double stop, Context ctx, DType dtype) { return arange(0.0, stop, 1.0, ctx, dtype); }

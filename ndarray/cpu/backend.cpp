@@ -64,6 +64,9 @@ class CpuBackend final : public Backend {
   void fill(Context, DType dt, void* out, std::int64_t n, double value) override {
     cpu_kernels::fill(dt, out, n, value);
   }
+  void arange(Context, DType dt, void* out, std::int64_t n, double start, double step) override {
+    cpu_kernels::arange(dt, out, n, start, step);
+  }
   void cast(Context, DType from, const void* in, DType to, void* out, std::int64_t n) override {
     cpu_kernels::cast(from, in, to, out, n);
   }

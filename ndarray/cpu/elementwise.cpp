@@ -107,6 +107,15 @@ void fill(DType dt, void* out_raw, std::int64_t n, double value) {
   });
 }
 
+void arange(DType dt, void* out_raw, std::int64_t n, double start, double step) {
+  dispatch_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = static_cast<T*>(out_raw);
+#pragma omp parallel for simd if (n >= kParallelThreshold) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(start + static_cast<double>(i) * step);
+  });
+}
+
 void cast(DType from, const void* in_raw, DType to, void* out_raw, std::int64_t n) {
   dispatch_dtype(from, [&](auto from_tag) {
     dispatch_dtype(to, [&](auto to_tag) {

@@ -11,6 +11,7 @@ namespace mx::cpu_kernels {
 inline constexpr std::int64_t kParallelThreshold = 1 << 15;
 
 void fill(DType dt, void* out, std::int64_t n, double value);
+void arange(DType dt, void* out, std::int64_t n, double start, double step);
 void cast(DType from, const void* in, DType to, void* out, std::int64_t n);
 void binary(BinaryOp op, DType dt, const BroadcastIndex& index, const void* a, const void* b, void* out);
 void binary_scalar(BinaryOp op, DType dt, const void* a, double scalar, bool scalar_first, void* out,

@@ -531,9 +531,9 @@ BOOST_AUTO_TEST_CASE(copies_stay_identical_over_many_data_parallel_steps,
   const std::vector<mx::Context> gpus = mx::try_all_gpus();
   const auto n = static_cast<std::int64_t>(4 * gpus.size());
   nn::Sequential net = make_mlp(gpus), single = make_mlp({mx::gpu(0)});
-  const gluon::HyperParams adam{{"learning_rate", 0.01}, {"wd", 0.001}};
-  gluon::Trainer trainer(net.collect_params(), "adam", adam);
-  gluon::Trainer single_trainer(single.collect_params(), "adam", adam);
+  const gluon::HyperParams sgd{{"learning_rate", 0.2}, {"momentum", 0.9}, {"wd", 0.001}};
+  gluon::Trainer trainer(net.collect_params(), "sgd", sgd);
+  gluon::Trainer single_trainer(single.collect_params(), "sgd", sgd);
   const gluon::loss::SoftmaxCrossEntropyLoss loss;
   for (unsigned step = 0; step < 100; ++step) {
     const Batch batch = make_batch(n, 300 + step);
