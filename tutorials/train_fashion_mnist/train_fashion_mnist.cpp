@@ -146,14 +146,17 @@ void plot(const std::string& csv) {
     return;
   }
   const std::string png = csv.substr(0, csv.rfind('.')) + ".png";
+  // The script goes to gnuplot's standard input, so that no shell sees its quotes and $ columns.
   const std::string script =
-      "set terminal pngcairo size 900,500; set output '" + png + "'; set datafile separator ','; "
-      "set key autotitle columnhead; set xlabel 'epoch'; set grid; "
-      "plot for [m in 'softmax mlp'] '" + csv + "' using (strcol(1) eq m ? $2 : NaN):3 with linespoints title m.' loss', "
-      "for [m in 'softmax mlp'] '" + csv + "' using (strcol(1) eq m ? $2 : NaN):4 with linespoints title m.' train acc', "
-      "for [m in 'softmax mlp'] '" + csv + "' using (strcol(1) eq m ? $2 : NaN):5 with linespoints title m.' test acc'";
-  const std::string command = "gnuplot -e \"" + script + "\" 2>&1";
-  if (std::system(command.c_str()) == 0) std::printf("plot written to %s\n", png.c_str());
+      "set terminal pngcairo size 900,500\nset output '" + png + "'\nset datafile separator ','\n"
+      "set xlabel 'epoch'\nset grid\nset key outside\n"
+      "plot for [m in 'softmax mlp'] '" + csv + "' using (strcol(1) eq m ? $2 : NaN):3 with linespoints title m.' loss', \\\n"
+      "     for [m in 'softmax mlp'] '" + csv + "' using (strcol(1) eq m ? $2 : NaN):4 with linespoints title m.' train acc', \\\n"
+      "     for [m in 'softmax mlp'] '" + csv + "' using (strcol(1) eq m ? $2 : NaN):5 with linespoints title m.' test acc'\n";
+  FILE* gnuplot = popen("gnuplot 2>&1", "w");
+  const bool written = gnuplot && std::fputs(script.c_str(), gnuplot) >= 0;
+  const bool ok = gnuplot && pclose(gnuplot) == 0 && written;
+  if (ok) std::printf("plot written to %s\n", png.c_str());
   else std::printf("gnuplot failed; the curves are in %s\n", csv.c_str());
 }
 
