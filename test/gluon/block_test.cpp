@@ -1,5 +1,6 @@
 #include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
+#include "test/support/names.hpp"
 
 #include <cmath>
 #include <string>
@@ -12,19 +13,12 @@ namespace nd = mx::nd;
 namespace gluon = mx::gluon;
 namespace nn = mx::gluon::nn;
 namespace tt = boost::test_tools;
+using ndg_test::prefix_number;
 
 // Block: prefixes and names, children, structural parameter names (MXNet's
 // _collect_params_with_prefix), nesting.
 
 namespace {
-
-// The N of a prefix "<kind><N>_"; -1 when it has another form.
-int prefix_number(const std::string& prefix, const std::string& kind) {
-  if (prefix.rfind(kind, 0) != 0 || prefix.size() < kind.size() + 2 || prefix.back() != '_') return -1;
-  const std::string digits = prefix.substr(kind.size(), prefix.size() - kind.size() - 1);
-  if (digits.find_first_not_of("0123456789") != std::string::npos) return -1;
-  return std::stoi(digits);
-}
 
 std::vector<std::string> structural_keys(const gluon::Block& block, const std::string& prefix = "") {
   std::vector<std::string> keys;

@@ -1,5 +1,6 @@
 #include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
+#include "test/support/files.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -22,34 +23,15 @@ namespace nd = mx::nd;
 namespace gdata = mx::gluon::data;
 namespace tt = boost::test_tools;
 namespace fs = std::filesystem;
+using ndg_test::crc32;
+using ndg_test::TempDir;
+using ndg_test::write_bytes;
 
 // The Gluon data pipeline: the Fashion-MNIST reader on the real files and on malformed ones written
 // here, ArrayDataset, to_tensor, and DataLoader (batch counts for each last_batch policy, shuffling,
 // reproducibility, leaving a loop early, errors from its thread).
 
 namespace {
-
-// A fresh directory under the system's temporary directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-    path_ = fs::temp_directory_path() / ("ndgluon_data_test_" + std::to_string(stamp) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string str() const { return path_.string(); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 // Sets (or, with no value, unsets) an environment variable for the scope, then restores what was there.
 class ScopedEnv {
@@ -76,21 +58,6 @@ class ScopedEnv {
   const char* name_;
   std::optional<std::string> old_;
 };
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-// zlib's CRC-32 (polynomial 0xEDB88320), for the gzip trailer. (The tests do not link zlib.)
-std::uint32_t crc32(const std::string& bytes) {
-  std::uint32_t crc = 0xFFFFFFFFu;
-  for (unsigned char c : bytes) {
-    crc ^= c;
-    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
-  }
-  return crc ^ 0xFFFFFFFFu;
-}
 
 void put_le(std::string& out, std::uint32_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out += static_cast<char>((value >> (8 * i)) & 0xFF);

@@ -1,4 +1,5 @@
 #include "test/support/boost_test.hpp"
+#include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
 #include <cmath>
@@ -14,11 +15,15 @@ namespace nd = mx::nd;
 namespace gluon = mx::gluon;
 namespace nn = mx::gluon::nn;
 namespace tt = boost::test_tools;
+using ndg_test::check_close;
 
 // nn::Dense, nn::Activation, nn::Flatten and nn::Sequential against outputs computed here in
 // double precision, on every context; a user-defined block; and the errors.
 
 namespace {
+
+// Float32 products against double references: 1e-5 relative, 1e-5 absolute (near-zero outputs).
+constexpr double kRtol = 1e-5, kAtol = 1e-5;
 
 using Act = std::function<double(double)>;
 
@@ -61,16 +66,6 @@ std::vector<double> dense_reference(const std::vector<float>& x, const std::vect
 
 std::vector<float> to_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
 
-// |got - want| <= atol + rtol * |want| for every element.
-void check_close(const nd::NDArray& got, const std::vector<double>& want, double atol = 1e-5, double rtol = 1e-5) {
-  const auto values = got.asvector<double>();
-  BOOST_TEST_REQUIRE(values.size() == want.size());
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    BOOST_TEST(std::abs(values[i] - want[i]) <= atol + rtol * std::abs(want[i]),
-               "element " << i << ": " << values[i] << " vs " << want[i]);
-  }
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(dense)
@@ -89,7 +84,7 @@ BOOST_AUTO_TEST_CASE(output_is_x_times_weight_transposed_plus_bias) {
     const nd::NDArray out = layer(nd::array(x, {3, 4}, ctx));
     BOOST_TEST(out.context() == ctx);
     BOOST_TEST(out.shape() == (mx::Shape{3, 5}));
-    check_close(out, want);
+    check_close(out, want, kRtol, kAtol);
   });
   // One case small enough to check by eye: x = [[1, 2]], W = [[1, 0], [0, 1], [1, 1]], b = [0.5, -1, 2].
   ndg_test::for_each_context([](mx::Context ctx) {
@@ -122,14 +117,14 @@ BOOST_AUTO_TEST_CASE(activations_match_their_reference) {
         layer.bias().set_data(nd::array(b, {3}));
         const nd::NDArray out = layer(nd::array(x, {4, 6}, ctx));
         BOOST_TEST(out.context() == ctx);
-        check_close(out, dense_reference(x, w, b, batch, in, units, act));
+        check_close(out, dense_reference(x, w, b, batch, in, units, act), kRtol, kAtol);
         // The same as the linear layer followed by nn::Activation.
         nn::Dense plain(3, "", true, 6);
         plain.initialize(mx::init::Uniform(), ctx);
         plain.weight().set_data(nd::array(w, {3, 6}));
         plain.bias().set_data(nd::array(b, {3}));
         nn::Activation activation(name);
-        check_close(activation(plain(nd::array(x, {4, 6}, ctx))), dense_reference(x, w, b, batch, in, units, act));
+        check_close(activation(plain(nd::array(x, {4, 6}, ctx))), dense_reference(x, w, b, batch, in, units, act), kRtol, kAtol);
       }
     }
   });
@@ -144,11 +139,11 @@ BOOST_AUTO_TEST_CASE(without_bias) {
     BOOST_CHECK_THROW(layer.bias(), mx::ValueError);
     layer.initialize(mx::init::Uniform(), ctx);
     layer.weight().set_data(nd::array(w, {3, 5}));
-    check_close(layer(nd::array(x, {2, 5}, ctx)), dense_reference(x, w, {}, 2, 5, 3, tanh_ref));
+    check_close(layer(nd::array(x, {2, 5}, ctx)), dense_reference(x, w, {}, 2, 5, 3, tanh_ref), kRtol, kAtol);
     nn::Dense linear(3, "", false, 5);
     linear.initialize(mx::init::Uniform(), ctx);
     linear.weight().set_data(nd::array(w, {3, 5}));
-    check_close(linear(nd::array(x, {2, 5}, ctx)), dense_reference(x, w, {}, 2, 5, 3, identity));
+    check_close(linear(nd::array(x, {2, 5}, ctx)), dense_reference(x, w, {}, 2, 5, 3, identity), kRtol, kAtol);
   });
 }
 
@@ -165,7 +160,7 @@ BOOST_AUTO_TEST_CASE(input_is_flattened) {
     layer.bias().set_data(nd::array(b, {5}));
     const nd::NDArray out = layer(nd::array(x, {2, 3, 4}, ctx));
     BOOST_TEST(out.shape() == (mx::Shape{2, 5}));
-    check_close(out, want);
+    check_close(out, want, kRtol, kAtol);
     // Deferred: in_units inferred as 3 * 4.
     nn::Dense deferred(5);
     deferred.initialize(mx::init::Uniform(), ctx);
@@ -191,11 +186,11 @@ BOOST_AUTO_TEST_CASE(deferred_initialization_infers_in_units) {
   BOOST_TEST(layer.weight().list_ctx() == ctxs, tt::per_element());
   const std::vector<float> w(35, 0.5f), b(5, 0.0f);
   const auto want = dense_reference(x, w, b, 3, 7, 5, identity);
-  check_close(out, want);
+  check_close(out, want, kRtol, kAtol);
   ndg_test::for_each_context([&](mx::Context ctx) {
     BOOST_TEST(layer.weight().data(ctx).context() == ctx);
     BOOST_TEST(layer.weight().data(ctx).asvector<float>() == w, tt::per_element());
-    check_close(layer(nd::array(x, {3, 7}, ctx)), want);
+    check_close(layer(nd::array(x, {3, 7}, ctx)), want, kRtol, kAtol);
   });
   // Now the shape is fixed: another feature count is an error.
   NDG_CHECK_THROWS_WITH(layer(nd::ones({3, 8})), mx::ShapeError, "8", "7");
@@ -236,7 +231,7 @@ BOOST_AUTO_TEST_CASE(sequential_equals_composing_the_layers) {
     const nd::NDArray out = net(input);
     BOOST_TEST(out.context() == ctx);
     BOOST_TEST(out.shape() == (mx::Shape{5, 2}));
-    check_close(out, want);
+    check_close(out, want, kRtol, kAtol);
     // Exactly the layers applied by hand.
     BOOST_TEST(out.asvector<float>() == l3(l2(l1(input))).asvector<float>(), tt::per_element());
   });
@@ -329,7 +324,7 @@ BOOST_AUTO_TEST_CASE(activation_block) {
         BOOST_TEST(out.shape() == (mx::Shape{3, 2, 2}));  // shape kept, not flattened
         std::vector<double> want;
         for (float v : values) want.push_back(act(v));
-        check_close(out, want);
+        check_close(out, want, kRtol, kAtol);
       }
     }
   });
@@ -351,7 +346,7 @@ BOOST_AUTO_TEST_CASE(flatten_block) {
     nn::Dense layer(2, "", true, 12);
     net.add(nn::Flatten(), layer);
     net.initialize(mx::init::One(), ctx);
-    check_close(net(nd::array(values, {2, 3, 4}, ctx)), {66, 66, 210, 210});  // row sums 0..11, 12..23
+    check_close(net(nd::array(values, {2, 3, 4}, ctx)), {66, 66, 210, 210}, kRtol, kAtol);  // row sums 0..11, 12..23
   });
 }
 
@@ -394,12 +389,12 @@ BOOST_AUTO_TEST_CASE(user_defined_block) {
     mlp.hidden().bias().set_data(nd::array(b1, {16}));
     mlp.out().weight().set_data(nd::array(w2, {3, 16}));
     mlp.out().bias().set_data(nd::array(b2, {3}));
-    check_close(mlp(nd::array(x, {4, 5}, ctx)), want);
+    check_close(mlp(nd::array(x, {4, 5}, ctx)), want, kRtol, kAtol);
     // Inside a Sequential, after a Flatten: the same block, the same output.
     nn::Sequential net;
     net.add(nn::Flatten(), mlp);
     BOOST_TEST(net.collect_params().size() == 4u);
-    check_close(net(nd::array(x, {4, 5, 1}, ctx)), want);
+    check_close(net(nd::array(x, {4, 5, 1}, ctx)), want, kRtol, kAtol);
     BOOST_TEST(net.at<Mlp>(1).hidden().weight().is(mlp.hidden().weight()));
   });
 }

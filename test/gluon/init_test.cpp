@@ -1,10 +1,10 @@
 #include "test/support/boost_test.hpp"
+#include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -14,19 +14,13 @@ namespace nd = mx::nd;
 namespace gluon = mx::gluon;
 namespace nn = mx::gluon::nn;
 namespace tt = boost::test_tools;
+using ndg_test::bits_of;
 
 // Initializers (mx.init): the distributions and scales they draw, the by-name default dispatch,
 // and the promise that every copy of a parameter gets bit-identical values whatever contexts hold
 // them and wherever their generators stood.
 
 namespace {
-
-std::vector<std::uint32_t> bits_of(const nd::NDArray& a) {
-  const std::vector<float> values = a.asvector<float>();
-  std::vector<std::uint32_t> bits(values.size());
-  std::memcpy(bits.data(), values.data(), values.size() * sizeof(float));
-  return bits;
-}
 
 struct Moments {
   double mean = 0, stddev = 0, min = 0, max = 0, max_abs = 0;

@@ -3,6 +3,7 @@
 // SigmoidBinaryCrossEntropyLoss (logits and probabilities), loss weights, the shape errors, and the
 // gradient of softmax cross-entropy through autograd.
 #include "test/support/boost_test.hpp"
+#include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
 #include <cmath>
@@ -20,26 +21,17 @@ using mx::gluon::loss::SigmoidBinaryCrossEntropyLoss;
 using mx::gluon::loss::SoftmaxCrossEntropyLoss;
 namespace ag = mx::autograd;
 using mx::DType;
-using Values = std::vector<double>;
+using ndg_test::check_close;
+using ndg_test::Values;
 using Rows = std::vector<Values>;
 
 namespace {
 
-// Every element |got - want| <= atol + rtol * |want|, and the shape (batch,) on ctx.
-void check_values(const nd::NDArray& got, const Values& want, double rtol = 1e-5, double atol = 1e-6) {
-  const Values values = got.asvector<double>();
-  BOOST_TEST_REQUIRE(values.size() == want.size());
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    BOOST_TEST(std::isfinite(values[i]), "element " << i << " is " << values[i]);
-    BOOST_TEST(std::abs(values[i] - want[i]) <= atol + rtol * std::abs(want[i]),
-               "element " << i << ": " << values[i] << " vs " << want[i]);
-  }
-}
-
+// The shape (batch,) on ctx, and every element close to want.
 void check_loss(const nd::NDArray& got, mx::Context ctx, const Values& want, double rtol = 1e-5, double atol = 1e-6) {
   BOOST_TEST(got.shape() == (mx::Shape{static_cast<std::int64_t>(want.size())}));
   BOOST_TEST(got.context() == ctx);
-  check_values(got, want, rtol, atol);
+  check_close(got, want, rtol, atol);
 }
 
 Values flat(const Rows& rows) {
@@ -236,7 +228,7 @@ BOOST_AUTO_TEST_CASE(softmax_cross_entropy_is_stable_for_extreme_logits) {
         check_loss(l, ctx, want, 1e-6, 1e-6);
         // The gradient softmax - one_hot is finite too: softmax rows are [1, 0, 0], [0, 1/(1+e^-1), ...].
         const double p = 1 / (1 + std::exp(-1.0));
-        check_values(x.grad(), {1, -1, 0, 0, p, (1 - p) - 1, 0, 0, 0}, 1e-6, 1e-6);
+        check_close(x.grad(), {1, -1, 0, 0, p, (1 - p) - 1, 0, 0, 0}, 1e-6, 1e-6);
       }
     }
   });
@@ -264,25 +256,25 @@ BOOST_AUTO_TEST_CASE(softmax_cross_entropy_gradient_is_softmax_minus_one_hot) {
       auto scope = ag::record();
       SoftmaxCrossEntropyLoss()(logits, labels).backward();
     }
-    BOOST_TEST_CONTEXT("sum over the batch") { check_values(logits.grad(), want); }
+    BOOST_TEST_CONTEXT("sum over the batch") { check_close(logits.grad(), want); }
     // Their mean: divided by the batch size.
     {
       auto scope = ag::record();
       SoftmaxCrossEntropyLoss()(logits, labels).mean().backward();
     }
-    BOOST_TEST_CONTEXT("mean over the batch") { check_values(logits.grad(), scaled(0.25)); }
+    BOOST_TEST_CONTEXT("mean over the batch") { check_close(logits.grad(), scaled(0.25)); }
     // A loss weight scales the gradient.
     {
       auto scope = ag::record();
       SoftmaxCrossEntropyLoss(-1, true, false, 3.0)(logits, labels).backward();
     }
-    BOOST_TEST_CONTEXT("weight 3") { check_values(logits.grad(), scaled(3.0)); }
+    BOOST_TEST_CONTEXT("weight 3") { check_close(logits.grad(), scaled(3.0)); }
     // Dense one-hot labels give the same gradient.
     {
       auto scope = ag::record();
       SoftmaxCrossEntropyLoss(-1, false)(logits, matrix({{0, 0, 1}, {1, 0, 0}, {0, 1, 0}, {0, 1, 0}}, ctx)).backward();
     }
-    BOOST_TEST_CONTEXT("dense labels") { check_values(logits.grad(), want); }
+    BOOST_TEST_CONTEXT("dense labels") { check_close(logits.grad(), want); }
     // (2, 2, 3) logits: each sample averages its 2 positions, so each position gets half.
     nd::NDArray logits3 = matrix(kLogits, ctx).reshape({2, 2, 3});
     logits3.attach_grad();
@@ -292,7 +284,7 @@ BOOST_AUTO_TEST_CASE(softmax_cross_entropy_gradient_is_softmax_minus_one_hot) {
     }
     BOOST_TEST_CONTEXT("averaged over positions") {
       BOOST_TEST(logits3.grad().shape() == (mx::Shape{2, 2, 3}));
-      check_values(logits3.grad(), scaled(0.5));
+      check_close(logits3.grad(), scaled(0.5));
     }
   });
 }
@@ -333,7 +325,7 @@ BOOST_AUTO_TEST_CASE(sigmoid_binary_cross_entropy_from_logits) {
     for (std::size_t i = 0; i < logits.size(); ++i) {
       for (std::size_t j = 0; j < 2; ++j) grad.push_back((1 / (1 + std::exp(-logits[i][j])) - labels[i][j]) / 2);
     }
-    check_values(x.grad(), grad, 1e-5, 1e-6);
+    check_close(x.grad(), grad, 1e-5, 1e-6);
   });
 }
 
@@ -401,12 +393,12 @@ BOOST_AUTO_TEST_CASE(l2_and_l1_gradients) {
       auto scope = ag::record();
       L2Loss(3.0)(pred, matrix(kLabel, ctx)).backward();
     }
-    check_values(pred.grad(), {1.5, 0, -3, 4.5, -3, 1.5});
+    check_close(pred.grad(), {1.5, 0, -3, 4.5, -3, 1.5});
     {
       auto scope = ag::record();
       L1Loss()(pred, matrix(kLabel, ctx)).backward();
     }
-    check_values(pred.grad(), {0.5, 0, -0.5, 0.5, -0.5, 0.5});
+    check_close(pred.grad(), {0.5, 0, -0.5, 0.5, -0.5, 0.5});
   });
 }
 

@@ -1,9 +1,9 @@
 #include "test/support/boost_test.hpp"
+#include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
+#include "test/support/files.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +19,11 @@ namespace gluon = mx::gluon;
 namespace nn = mx::gluon::nn;
 namespace tt = boost::test_tools;
 namespace fs = std::filesystem;
+using ndg_test::bits_of;
+using ndg_test::crc32;
+using ndg_test::read_bytes;
+using ndg_test::TempDir;
+using ndg_test::write_bytes;
 
 // save_parameters / load_parameters: bit-identical round trips between any contexts, structural
 // names, and files that are missing, truncated, corrupted or of another net, each rejected with
@@ -26,62 +31,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory under the system's temporary directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-    path_ = fs::temp_directory_path() /
-            ("ndgluon_parameter_file_test_" + std::to_string(stamp) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-// zlib's CRC-32 (polynomial 0xEDB88320), to forge files whose checksum is right but whose contents
-// are not.
-std::uint32_t crc32(const std::string& bytes) {
-  std::uint32_t crc = 0xFFFFFFFFu;
-  for (unsigned char c : bytes) {
-    crc ^= c;
-    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
-  }
-  return crc ^ 0xFFFFFFFFu;
-}
-
 // body (everything but the old checksum) followed by its CRC-32.
 std::string with_checksum(const std::string& body) {
   const std::uint32_t crc = crc32(body);
   std::string out = body;
   out.append(reinterpret_cast<const char*>(&crc), 4);
   return out;
-}
-
-std::vector<std::uint32_t> bits_of(const nd::NDArray& a) {
-  const std::vector<float> values = a.asvector<float>();
-  std::vector<std::uint32_t> bits(values.size());
-  std::memcpy(bits.data(), values.data(), values.size() * sizeof(float));
-  return bits;
 }
 
 // Every parameter of a block by structural name, as bits of its copy on each of its contexts.

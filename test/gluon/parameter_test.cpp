@@ -1,9 +1,10 @@
 #include "test/support/boost_test.hpp"
+#include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
+#include "test/support/names.hpp"
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -13,27 +14,13 @@ namespace nd = mx::nd;
 namespace gluon = mx::gluon;
 namespace nn = mx::gluon::nn;
 namespace tt = boost::test_tools;
+using ndg_test::bits_of;
+using ndg_test::prefix_number;
 
 // Parameter: names as in MXNet 1.x, one copy per context, set_data / reset_ctx / gradients, and
 // the errors a user meets (wrong context, not initialised, deferred, bad grad_req).
 
 namespace {
-
-// The bit patterns of a float32 array: "identical" means these compare equal.
-std::vector<std::uint32_t> bits_of(const nd::NDArray& a) {
-  const std::vector<float> values = a.asvector<float>();
-  std::vector<std::uint32_t> bits(values.size());
-  std::memcpy(bits.data(), values.data(), values.size() * sizeof(float));
-  return bits;
-}
-
-// The N of a prefix "dense<N>_"; -1 when it has another form.
-int prefix_number(const std::string& prefix, const std::string& kind) {
-  if (prefix.rfind(kind, 0) != 0 || prefix.size() < kind.size() + 2 || prefix.back() != '_') return -1;
-  const std::string digits = prefix.substr(kind.size(), prefix.size() - kind.size() - 1);
-  if (digits.find_first_not_of("0123456789") != std::string::npos) return -1;
-  return std::stoi(digits);
-}
 
 nd::NDArray iota(const mx::Shape& shape, double start, double step, mx::Context ctx = mx::cpu()) {
   std::vector<float> values(static_cast<std::size_t>(shape.size()));

@@ -4,6 +4,7 @@
 // (summed gradients through NCCL and through peer copies, identical copies, the same result as one
 // GPU on the whole batch).
 #include "test/support/boost_test.hpp"
+#include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
 #include <algorithm>
@@ -25,19 +26,10 @@ namespace nn = mx::gluon::nn;
 namespace ag = mx::autograd;
 namespace tt = boost::test_tools;
 using mx::DType;
-using Values = std::vector<double>;
+using ndg_test::check_close;
+using ndg_test::Values;
 
 namespace {
-
-// Every element |got - want| <= atol + rtol * |want|.
-void check_close(const nd::NDArray& got, const Values& want, double rtol = 1e-5, double atol = 1e-6) {
-  const Values values = got.asvector<double>();
-  BOOST_TEST_REQUIRE(values.size() == want.size());
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    BOOST_TEST(std::abs(values[i] - want[i]) <= atol + rtol * std::abs(want[i]),
-               "element " << i << ": " << values[i] << " vs " << want[i]);
-  }
-}
 
 // Values as float32 holds them, so that the references start from the arrays' values.
 Values as_float(Values v) {

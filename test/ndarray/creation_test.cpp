@@ -1,6 +1,7 @@
 // Creation: array from lists, vectors and xtensor; empty/zeros/ones/full/arange; *_like; astype;
 // reading values back (asscalar, asvector, asxtensor). Every case runs on every context.
 #include "test/support/boost_test.hpp"
+#include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
 #include <cstdint>
@@ -15,17 +16,14 @@
 namespace nd = mx::nd;
 namespace tt = boost::test_tools;
 using mx::DType;
-using Values = std::vector<double>;
+using ndg_test::Values;
+using ndg_test::dtype_of;
+using ndg_test::kAllDTypes;
+using ndg_test::values;
 
 namespace {
 
-const DType kAllDTypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::uint8};
-
 std::string name(DType dt) { return mx::dtype_name(dt); }
-std::string dtype_of(const nd::NDArray& x) { return name(x.dtype()); }
-
-// The values of x read back as doubles (exact for every value these tests use).
-Values values(const nd::NDArray& x) { return x.asvector<double>(); }
 
 }  // namespace
 

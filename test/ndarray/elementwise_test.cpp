@@ -2,6 +2,7 @@
 // power/maximum/minimum and comparison masks, in every dtype where they apply. Every case runs on
 // every context.
 #include "test/support/boost_test.hpp"
+#include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
 #include <cmath>
@@ -16,18 +17,15 @@
 namespace nd = mx::nd;
 namespace tt = boost::test_tools;
 using mx::DType;
-using Values = std::vector<double>;
+using ndg_test::Values;
+using ndg_test::dtype_of;
+using ndg_test::kAllDTypes;
+using ndg_test::kFloatDTypes;
+using ndg_test::values;
 
 namespace {
 
-const DType kAllDTypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::uint8};
-const DType kFloatDTypes[] = {DType::float32, DType::float64};
-
 std::string name(DType dt) { return mx::dtype_name(dt); }
-std::string dtype_of(const nd::NDArray& x) { return name(x.dtype()); }
-
-// The values of x read back as doubles (exact for every dtype).
-Values values(const nd::NDArray& x) { return x.asvector<double>(); }
 
 // Relative tolerance for results computed in dt.
 double tolerance_for(DType dt) { return dt == DType::float32 ? 2e-6 : 1e-13; }

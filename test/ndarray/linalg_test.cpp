@@ -2,6 +2,7 @@
 // float64, random products against a naive triple loop in double, empty dimensions. Every case
 // runs on every context.
 #include "test/support/boost_test.hpp"
+#include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
 #include <cstdint>
@@ -14,14 +15,11 @@
 namespace nd = mx::nd;
 namespace tt = boost::test_tools;
 using mx::DType;
-using Values = std::vector<double>;
+using ndg_test::Values;
+using ndg_test::dtype_of;
+using ndg_test::values;
 
 namespace {
-
-std::string dtype_of(const nd::NDArray& x) { return mx::dtype_name(x.dtype()); }
-
-// The values of x read back as doubles.
-Values values(const nd::NDArray& x) { return x.asvector<double>(); }
 
 // n values uniform in [-1, 1), the same on every run.
 Values uniform_values(std::size_t n, unsigned seed) {

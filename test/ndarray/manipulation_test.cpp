@@ -1,6 +1,7 @@
 // Shape manipulation: reshape, x[i], slice and flatten are views of the same storage; T(),
 // transpose, concat, slice_axis and broadcast_to copy. Every case runs on every context.
 #include "test/support/boost_test.hpp"
+#include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
 #include <array>
@@ -13,12 +14,10 @@
 namespace nd = mx::nd;
 namespace tt = boost::test_tools;
 using mx::DType;
-using Values = std::vector<double>;
+using ndg_test::Values;
+using ndg_test::values;
 
 namespace {
-
-// The values of x read back as doubles.
-Values values(const nd::NDArray& x) { return x.asvector<double>(); }
 
 // Values 0, 1, ..., n - 1.
 Values iota(int n) {

@@ -2,6 +2,7 @@
 // axes, keepdims), ties and NaN, norm, and large arrays against a double-precision reference.
 // Every case runs on every context.
 #include "test/support/boost_test.hpp"
+#include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
 #include <algorithm>
@@ -17,14 +18,11 @@
 namespace nd = mx::nd;
 namespace tt = boost::test_tools;
 using mx::DType;
-using Values = std::vector<double>;
+using ndg_test::Values;
+using ndg_test::dtype_of;
+using ndg_test::values;
 
 namespace {
-
-std::string dtype_of(const nd::NDArray& x) { return mx::dtype_name(x.dtype()); }
-
-// The values of x read back as doubles (exact for every dtype).
-Values values(const nd::NDArray& x) { return x.asvector<double>(); }
 
 // n floats uniform in [0, 1), the same on every run.
 std::vector<float> uniform_floats(std::size_t n, unsigned seed) {

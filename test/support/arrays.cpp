@@ -1,0 +1,31 @@
+#include "test/support/arrays.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include <boost/test/unit_test.hpp>
+
+namespace ndg_test {
+
+std::string dtype_of(const mx::nd::NDArray& x) { return mx::dtype_name(x.dtype()); }
+
+Values values(const mx::nd::NDArray& x) { return x.asvector<double>(); }
+
+std::vector<std::uint32_t> bits_of(const mx::nd::NDArray& x) {
+  const std::vector<float> floats = x.asvector<float>();
+  std::vector<std::uint32_t> bits(floats.size());
+  std::memcpy(bits.data(), floats.data(), floats.size() * sizeof(float));
+  return bits;
+}
+
+void check_close(const mx::nd::NDArray& got, const Values& want, double rtol, double atol) {
+  const Values have = values(got);
+  BOOST_TEST_REQUIRE(have.size() == want.size());
+  for (std::size_t i = 0; i < have.size(); ++i) {
+    BOOST_TEST(std::isfinite(have[i]), "element " << i << " is " << have[i]);
+    BOOST_TEST(std::abs(have[i] - want[i]) <= atol + rtol * std::abs(want[i]),
+               "element " << i << ": " << have[i] << " vs " << want[i]);
+  }
+}
+
+}  // namespace ndg_test

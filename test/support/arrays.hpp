@@ -1,0 +1,31 @@
+#pragma once
+// Reading arrays back in tests: their values as doubles, their float32 bit patterns, and the
+// element-wise closeness check the numeric suites share.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ndarray/ndarray.hpp>
+
+namespace ndg_test {
+
+using Values = std::vector<double>;
+
+inline constexpr mx::DType kAllDTypes[] = {mx::DType::float32, mx::DType::float64, mx::DType::int32,
+                                           mx::DType::int64, mx::DType::uint8};
+inline constexpr mx::DType kFloatDTypes[] = {mx::DType::float32, mx::DType::float64};
+
+// The dtype's name, for messages and comparisons ("float32").
+std::string dtype_of(const mx::nd::NDArray& x);
+
+// The values of x read back as doubles (exact for every dtype).
+Values values(const mx::nd::NDArray& x);
+
+// The bit patterns of a float32 array: "identical" means these compare equal.
+std::vector<std::uint32_t> bits_of(const mx::nd::NDArray& x);
+
+// Every element finite and |got - want| <= atol + rtol * |want|, naming the first elements that
+// are not.
+void check_close(const mx::nd::NDArray& got, const Values& want, double rtol = 1e-5, double atol = 1e-6);
+
+}  // namespace ndg_test
