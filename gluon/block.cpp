@@ -100,6 +100,7 @@ void Block::load_parameters(const std::string& path, Context ctx) {
 }
 
 void Block::load_parameters(const std::string& path, const std::vector<Context>& ctxs) {
+  if (ctxs.empty()) throw ValueError("load_parameters: '" + path + "' needs at least one context to load onto");
   for (Context ctx : ctxs) check_context(ctx);
   // Everything is read and checked into temporaries first, so that a bad file changes nothing.
   const auto loaded = load_parameter_file(path);

@@ -22,7 +22,26 @@ void read_params(const char* optimizer, const HyperParams& params, const std::ma
   }
 }
 
-void check_update(const char* op, const nd::NDArray& weight, const nd::NDArray& grad) {
+// The state under key: zeros like weight at first use, then moved to the weight's context and
+// dtype if the parameter was moved (reset_ctx) or cast since.
+nd::NDArray& state_for(const char* op, std::map<StateKey, nd::NDArray>& states, const StateKey& key,
+                       const nd::NDArray& weight) {
+  nd::NDArray& state = states[key];
+  if (state.is_none()) {
+    state = nd::zeros_like(weight);
+  } else if (state.shape() != weight.shape()) {
+    throw ShapeError(std::string(op) + ": state " + nd::detail::describe(state) + " of parameter " +
+                     std::to_string(key.param) + ", copy " + std::to_string(key.copy) + " does not match weight " +
+                     nd::detail::describe(weight));
+  } else if (state.context() != weight.context() || state.dtype() != weight.dtype()) {
+    state = state.astype(weight.dtype()).copyto(weight.context());
+  }
+  return state;
+}
+
+}  // namespace
+
+void Optimizer::check_update(const char* op, const nd::NDArray& weight, const nd::NDArray& grad) {
   nd::detail::check_same_context(op, weight, grad);
   nd::detail::check_floating(op, weight);
   if (weight.shape() != grad.shape() || weight.dtype() != grad.dtype()) {
@@ -30,8 +49,6 @@ void check_update(const char* op, const nd::NDArray& weight, const nd::NDArray& 
                      nd::detail::describe(weight));
   }
 }
-
-}  // namespace
 
 functors::OptimizerStep Optimizer::common_step() const {
   functors::OptimizerStep step;
@@ -47,14 +64,9 @@ SGD::SGD(const HyperParams& params) {
                               {"rescale_grad", &rescale_}, {"momentum", &momentum_}});
 }
 
-void SGD::update(std::size_t key, nd::NDArray& weight, const nd::NDArray& grad) {
+void SGD::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) {
   check_update("sgd_update", weight, grad);
-  void* mom = nullptr;
-  if (momentum_ != 0) {
-    auto [it, created] = momentum_state_.try_emplace(key);
-    if (created) it->second = nd::zeros_like(weight);
-    mom = it->second.data();
-  }
+  void* mom = momentum_ != 0 ? state_for("sgd_update", momentum_state_, key, weight).data() : nullptr;
   functors::OptimizerStep step = common_step();
   step.momentum = momentum_;
   backend(weight.context()).sgd_update(weight.context(), weight.dtype(), weight.data(), grad.data(), mom, weight.size(), step);
@@ -67,24 +79,20 @@ Adam::Adam(const HyperParams& params) {
                                {"epsilon", &epsilon_}});
 }
 
-void Adam::update(std::size_t key, nd::NDArray& weight, const nd::NDArray& grad) {
+void Adam::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) {
   check_update("adam_update", weight, grad);
-  auto [it, created] = state_.try_emplace(key);
-  State& s = it->second;
-  if (created) {
-    s.mean = nd::zeros_like(weight);
-    s.var = nd::zeros_like(weight);
-  }
-  ++s.steps;
+  void* mean = state_for("adam_update", mean_, key, weight).data();
+  void* var = state_for("adam_update", var_, key, weight).data();
+  const std::int64_t steps = ++steps_[key];
   functors::OptimizerStep step = common_step();
   step.beta1 = beta1_;
   step.beta2 = beta2_;
   step.epsilon = epsilon_;
   // MXNet's bias correction, folded into the step size.
-  const double t = static_cast<double>(s.steps);
+  const double t = static_cast<double>(steps);
   step.lr_t = lr_ * std::sqrt(1 - std::pow(beta2_, t)) / (1 - std::pow(beta1_, t));
-  backend(weight.context()).adam_update(weight.context(), weight.dtype(), weight.data(), grad.data(), s.mean.data(),
-                                        s.var.data(), weight.size(), step);
+  backend(weight.context()).adam_update(weight.context(), weight.dtype(), weight.data(), grad.data(), mean, var,
+                                        weight.size(), step);
 }
 
 std::unique_ptr<Optimizer> Optimizer::create(const std::string& name, const HyperParams& params) {

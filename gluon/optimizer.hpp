@@ -13,12 +13,19 @@ namespace mx::gluon {
 
 using HyperParams = std::map<std::string, double>;
 
+// Which state an update uses: the parameter's index in its Trainer (fixed when the Trainer is
+// made, so freezing a parameter does not move the others' state) and the copy's index.
+struct StateKey {
+  std::size_t param = 0, copy = 0;
+  auto operator<=>(const StateKey&) const = default;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
   // Applies one step to weight from grad (scaled by rescale_grad), keeping per-copy state under
-  // key (one key per parameter copy).
-  virtual void update(std::size_t key, nd::NDArray& weight, const nd::NDArray& grad) = 0;
+  // key. State follows its weight to another context (Parameter::reset_ctx) or dtype.
+  virtual void update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) = 0;
   double learning_rate() const { return lr_; }
   void set_learning_rate(double lr) { lr_ = lr; }
   void set_rescale_grad(double rescale) { rescale_ = rescale; }
@@ -26,6 +33,9 @@ class Optimizer {
   // "sgd" or "adam" with hyper-parameters (learning_rate, wd, clip_gradient, rescale_grad, and
   // momentum / beta1, beta2, epsilon). Unknown names throw mx::ValueError listing the valid ones.
   static std::unique_ptr<Optimizer> create(const std::string& name, const HyperParams& params);
+
+  // Throws unless grad can update weight: the same context, shape and floating-point dtype.
+  static void check_update(const char* op, const nd::NDArray& weight, const nd::NDArray& grad);
 
  protected:
   // The hyper-parameters every optimizer shares, as a kernel step.
@@ -36,25 +46,22 @@ class Optimizer {
 class SGD : public Optimizer {
  public:
   explicit SGD(const HyperParams& params);
-  void update(std::size_t key, nd::NDArray& weight, const nd::NDArray& grad) override;
+  void update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) override;
 
  private:
   double momentum_ = 0;
-  std::map<std::size_t, nd::NDArray> momentum_state_;
+  std::map<StateKey, nd::NDArray> momentum_state_;
 };
 
 class Adam : public Optimizer {
  public:
   explicit Adam(const HyperParams& params);
-  void update(std::size_t key, nd::NDArray& weight, const nd::NDArray& grad) override;
+  void update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) override;
 
  private:
   double beta1_ = 0.9, beta2_ = 0.999, epsilon_ = 1e-8;
-  struct State {
-    nd::NDArray mean, var;
-    std::int64_t steps = 0;
-  };
-  std::map<std::size_t, State> state_;
+  std::map<StateKey, nd::NDArray> mean_, var_;
+  std::map<StateKey, std::int64_t> steps_;
 };
 
 }  // namespace mx::gluon

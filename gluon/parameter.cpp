@@ -113,6 +113,10 @@ void Parameter::infer_shape(const Shape& shape) {
                      " does not match the declared " + state_->shape.tuple_str());
   }
   for (int d = 0; d < shape.ndim(); ++d) {
+    if (shape[d] <= 0) {
+      throw ShapeError("Parameter '" + state_->name + "': inferred shape " + shape.tuple_str() +
+                       " has an extent <= 0; the input that fixes it must not be empty");
+    }
     if (state_->shape[d] > 0 && state_->shape[d] != shape[d]) {
       throw ShapeError("Parameter '" + state_->name + "': inferred shape " + shape.tuple_str() +
                        " does not match the declared " + state_->shape.tuple_str());
@@ -160,6 +164,11 @@ std::vector<Context> Parameter::list_ctx() const {
 }
 
 void Parameter::set_data(const nd::NDArray& value) {
+  nd::detail::check_not_none("Parameter::set_data", value);
+  if (value.dtype() != state_->dtype) {
+    throw DTypeError("Parameter '" + state_->name + "': set_data with " + nd::detail::describe(value) +
+                     " but the parameter is " + dtype_name(state_->dtype));
+  }
   if (!is_initialized()) {
     if (is_deferred()) {  // as MXNet: setting the data of a deferred parameter fixes its shape
       infer_shape(value.shape());
@@ -167,7 +176,7 @@ void Parameter::set_data(const nd::NDArray& value) {
       index_of(current_context(), "data");  // throws "not initialized"
     }
   }
-  if (value.shape() != state_->shape || value.dtype() != state_->dtype) {
+  if (value.shape() != state_->shape) {
     throw ShapeError("Parameter '" + state_->name + "': set_data with " + nd::detail::describe(value) +
                      " but the parameter is " + state_->shape.tuple_str() + " " + dtype_name(state_->dtype));
   }
@@ -186,6 +195,7 @@ void Parameter::reset_ctx(const std::vector<Context>& ctxs) {
 }
 
 void Parameter::load_init(const nd::NDArray& value, const std::vector<Context>& ctxs) {
+  if (ctxs.empty()) throw ValueError("Parameter '" + state_->name + "': loading needs at least one context");
   std::vector<nd::NDArray> data;
   for (Context ctx : ctxs) data.push_back(value.detach().copyto(ctx));
   state_->shape = value.shape();

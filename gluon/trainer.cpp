@@ -29,6 +29,18 @@ Trainer::Trainer(ParameterDict params, const std::string& optimizer, const Hyper
   if (it != optimizer_params.end()) rescale_grad_ = it->second;
 }
 
+void Trainer::check_ready(const char* op, std::int64_t batch_size) const {
+  if (batch_size <= 0) {
+    throw ValueError(std::string(op) + ": batch_size must be positive, got " + std::to_string(batch_size));
+  }
+  for (const auto& [name, param] : params_) {
+    if (param.grad_req() == "null") continue;
+    const std::vector<nd::NDArray> data = param.list_data();  // throws if not initialised
+    const std::vector<nd::NDArray> grads = param.list_grad();
+    for (std::size_t i = 0; i < data.size(); ++i) Optimizer::check_update(op, data[i], grads[i]);
+  }
+}
+
 void Trainer::allreduce_grads() {
   std::vector<std::vector<nd::NDArray>> groups;
   for (auto& [name, param] : params_) {
@@ -40,20 +52,27 @@ void Trainer::allreduce_grads() {
 }
 
 void Trainer::update(std::int64_t batch_size) {
-  if (batch_size <= 0) throw ValueError("Trainer::step: batch_size must be positive, got " + std::to_string(batch_size));
-  optimizer_->set_rescale_grad(rescale_grad_ / static_cast<double>(batch_size));
-  std::size_t key = 0;
-  for (auto& [name, param] : params_) {
-    if (param.grad_req() == "null") continue;
-    std::vector<nd::NDArray> data = param.list_data();
-    const std::vector<nd::NDArray> grads = param.list_grad();
-    for (std::size_t i = 0; i < data.size(); ++i) optimizer_->update(key++, data[i], grads[i]);
-  }
+  check_ready("Trainer::update", batch_size);
+  apply_updates(batch_size);
 }
 
 void Trainer::step(std::int64_t batch_size) {
+  // Everything is checked before the gradients are summed, so that a failed step changes nothing.
+  check_ready("Trainer::step", batch_size);
   allreduce_grads();
-  update(batch_size);
+  apply_updates(batch_size);
+}
+
+void Trainer::apply_updates(std::int64_t batch_size) {
+  optimizer_->set_rescale_grad(rescale_grad_ / static_cast<double>(batch_size));
+  std::size_t index = 0;  // the parameter's place in the dict, frozen or not: its state's key
+  for (auto& [name, param] : params_) {
+    const std::size_t param_index = index++;
+    if (param.grad_req() == "null") continue;
+    std::vector<nd::NDArray> data = param.list_data();
+    const std::vector<nd::NDArray> grads = param.list_grad();
+    for (std::size_t i = 0; i < data.size(); ++i) optimizer_->update({param_index, i}, data[i], grads[i]);
+  }
 }
 
 }  // namespace mx::gluon

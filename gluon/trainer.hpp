@@ -37,6 +37,11 @@ class Trainer {
   Optimizer& optimizer() { return *optimizer_; }
 
  private:
+  // Throws, before anything changes, unless batch_size > 0 and every trained parameter is
+  // initialised with a floating-point gradient of its own shape on each of its contexts.
+  void check_ready(const char* op, std::int64_t batch_size) const;
+  void apply_updates(std::int64_t batch_size);
+
   ParameterDict params_;
   std::unique_ptr<Optimizer> optimizer_;
   double rescale_grad_ = 1;

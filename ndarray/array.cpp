@@ -17,9 +17,7 @@ namespace mx::nd {
 namespace {
 
 std::size_t byte_size(const Shape& shape, DType dtype) {
-  for (auto d : shape) {
-    if (d < 0) throw ShapeError("negative extent in shape " + shape.tuple_str());
-  }
+  detail::check_shape("NDArray", shape, dtype);
   // At least one byte, so that empty arrays still own distinct storage.
   return std::max<std::size_t>(1, static_cast<std::size_t>(shape.size()) * dtype_size(dtype));
 }
@@ -34,6 +32,13 @@ Context NDArray::context() const { return storage_ ? storage_->context() : curre
 bool NDArray::is(const NDArray& other) const {
   return storage_ == other.storage_ && offset_ == other.offset_ && shape_ == other.shape_ &&
          dtype_ == other.dtype_;
+}
+
+bool NDArray::shares_memory(const NDArray& other) const {
+  if (storage_ == nullptr || storage_ != other.storage_) return false;
+  const std::size_t end = offset_ + static_cast<std::size_t>(size()) * dtype_size(dtype_);
+  const std::size_t other_end = other.offset_ + static_cast<std::size_t>(other.size()) * dtype_size(other.dtype_);
+  return offset_ < other_end && other.offset_ < end;
 }
 
 void* NDArray::data() const { return static_cast<char*>(storage_->data()) + offset_; }
@@ -58,10 +63,10 @@ NDArray NDArray::copyto(NDArray& dst) const {
     throw ShapeError("copyto: destination " + detail::describe(dst) + " does not match source " +
                      detail::describe(*this) + "; shapes and dtypes must be equal");
   }
-  if (!is(dst)) {
-    copy_across(dst.context(), dst.data(), context(), data(),
-                static_cast<std::size_t>(size()) * dtype_size(dtype_));
-  }
+  if (is(dst)) return dst;
+  // Overlapping views of one storage (memcpy's undefined case) go through a fresh copy.
+  const NDArray src = shares_memory(dst) ? copy() : *this;
+  copy_across(dst.context(), dst.data(), context(), src.data(), static_cast<std::size_t>(size()) * dtype_size(dtype_));
   return dst;
 }
 
@@ -89,7 +94,8 @@ NDArray NDArray::reshape(const Shape& shape) const {
   detail::check_not_none("reshape", *this);
   std::vector<std::int64_t> dims(shape.begin(), shape.end());
   int unknown = -1;
-  std::int64_t known = 1;
+  std::int64_t known = 1;  // the product of the given extents
+  bool overflow = false;   // it exceeds int64: more elements than any array has
   for (int d = 0; d < shape.ndim(); ++d) {
     if (dims[static_cast<std::size_t>(d)] == -1 && unknown < 0) {
       unknown = d;
@@ -97,12 +103,14 @@ NDArray NDArray::reshape(const Shape& shape) const {
       throw ShapeError("reshape: bad target shape " + shape.tuple_str() +
                        " (at most one -1, other extents >= 0)");
     } else {
-      known *= dims[static_cast<std::size_t>(d)];
+      overflow = overflow || __builtin_mul_overflow(known, dims[static_cast<std::size_t>(d)], &known);
     }
   }
-  if (unknown >= 0 && known > 0 && size() % known == 0) dims[static_cast<std::size_t>(unknown)] = size() / known;
+  if (!overflow && unknown >= 0 && known > 0 && size() % known == 0) {
+    dims[static_cast<std::size_t>(unknown)] = size() / known;
+  }
   Shape target(dims);
-  if ((unknown >= 0 && (known == 0 || size() % known != 0)) || target.size() != size()) {
+  if (overflow || (unknown >= 0 && (known == 0 || size() % known != 0)) || target.size() != size()) {
     throw ShapeError("reshape: cannot reshape array of shape " + shape_.tuple_str() + " (" +
                      std::to_string(size()) + " elements) into shape " + shape.tuple_str());
   }
@@ -209,8 +217,12 @@ void update_in_place(BinaryOp op, NDArray& a, const NDArray& b) {
                      " would broadcast lhs " + detail::describe(a) + " to " + out.tuple_str() +
                      "; an in-place result must keep the lhs shape");
   }
+  // An rhs that overlaps a other than element for element (x += x[0]) would be read after it was
+  // written: it is copied first, as NumPy does.
+  const bool aligned = b.data() == a.data() && b.shape() == a.shape();
+  const NDArray rhs = !aligned && a.shares_memory(b) ? b.copy() : b;
   backend(a.context()).binary(a.context(), op, a.dtype(), make_broadcast_index(out, a.shape(), b.shape()),
-                              a.data(), b.data(), a.data());
+                              a.data(), rhs.data(), a.data());
 }
 
 void update_in_place(BinaryOp op, NDArray& a, double b) {

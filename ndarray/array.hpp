@@ -37,6 +37,9 @@ class NDArray {
   bool is_none() const { return storage_ == nullptr; }
   // Same storage, offset, shape and dtype: the same array (Python's `is`).
   bool is(const NDArray& other) const;
+  // Some element of this array and of other is the same memory (numpy.shares_memory): views of
+  // one storage whose byte ranges overlap.
+  bool shares_memory(const NDArray& other) const;
 
   // Deep copies. copyto(ctx) always allocates; copyto(dst) writes into dst (same shape and dtype,
   // any context) and returns dst; as_in_context returns *this when already on ctx.

@@ -91,7 +91,8 @@ void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
     throw Error("backward: " + nd::detail::describe(head) +
                 " was not computed inside autograd::record() from arrays with attach_grad()");
   }
-  if (!head_grad.is_none() && (head_grad.shape() != head.shape() || head_grad.context() != head.context())) {
+  if (!head_grad.is_none() && (head_grad.shape() != head.shape() || head_grad.dtype() != head.dtype() ||
+                                head_grad.context() != head.context())) {
     throw ShapeError("backward: head gradient " + nd::detail::describe(head_grad) + " does not match " +
                      nd::detail::describe(head));
   }

@@ -23,8 +23,8 @@ void check_same_context(const char* op, const NDArray& a, const NDArray& b) {
 }
 
 void check_same_context(const char* op, const std::vector<NDArray>& arrays) {
+  for (const NDArray& x : arrays) check_not_none(op, x);
   for (std::size_t i = 1; i < arrays.size(); ++i) {
-    check_not_none(op, arrays[i]);
     if (arrays[i].context() != arrays[0].context()) {
       throw ContextMismatch(std::string(op) + ": operands are on different contexts: operand 0 " +
                             describe(arrays[0]) + ", operand " + std::to_string(i) + " " +
@@ -45,6 +45,19 @@ void check_floating(const char* op, const NDArray& x) {
   if (!is_floating(x.dtype())) {
     throw DTypeError(std::string(op) + " supports float32 and float64, not " + dtype_name(x.dtype()) +
                      " (operand " + describe(x) + "); convert with astype(mx::DType::float32)");
+  }
+}
+
+void check_shape(const char* op, const Shape& shape, DType dtype) {
+  std::int64_t bytes = static_cast<std::int64_t>(dtype_size(dtype));
+  for (std::int64_t d : shape) {
+    if (d < 0) throw ShapeError(std::string(op) + ": negative extent in shape " + shape.tuple_str());
+  }
+  for (std::int64_t d : shape) {
+    if (__builtin_mul_overflow(bytes, d, &bytes)) {
+      throw ShapeError(std::string(op) + ": shape " + shape.tuple_str() + " of " + dtype_name(dtype) +
+                       " holds more bytes than fit in 63 bits");
+    }
   }
 }
 

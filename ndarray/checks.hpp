@@ -16,6 +16,8 @@ void check_same_context(const char* op, const NDArray& a, const NDArray& b);
 void check_same_context(const char* op, const std::vector<NDArray>& arrays);
 void check_same_dtype(const char* op, const NDArray& a, const NDArray& b);
 void check_floating(const char* op, const NDArray& x);
+// Every extent >= 0, and the array's bytes countable in 63 bits: a shape an array can have.
+void check_shape(const char* op, const Shape& shape, DType dtype);
 
 // The gradient of a broadcast operand: grad summed over the axes along which an operand of
 // `shape` was broadcast (NumPy rules), reshaped to `shape`.

@@ -3,19 +3,29 @@
 #include <cmath>
 
 #include "ndarray/backend.hpp"
+#include "ndarray/checks.hpp"
 
 namespace mx::nd {
 
-NDArray empty(const Shape& shape, Context ctx, DType dtype) { return NDArray(shape, ctx, dtype); }
+namespace {
 
-NDArray full(const Shape& shape, double value, Context ctx, DType dtype) {
+NDArray filled(const char* op, const Shape& shape, double value, Context ctx, DType dtype) {
+  detail::check_shape(op, shape, dtype);
   NDArray out(shape, ctx, dtype);
   out.fill(value);
   return out;
 }
 
-NDArray zeros(const Shape& shape, Context ctx, DType dtype) { return full(shape, 0.0, ctx, dtype); }
-NDArray ones(const Shape& shape, Context ctx, DType dtype) { return full(shape, 1.0, ctx, dtype); }
+}  // namespace
+
+NDArray empty(const Shape& shape, Context ctx, DType dtype) {
+  detail::check_shape("empty", shape, dtype);
+  return NDArray(shape, ctx, dtype);
+}
+
+NDArray full(const Shape& shape, double value, Context ctx, DType dtype) { return filled("full", shape, value, ctx, dtype); }
+NDArray zeros(const Shape& shape, Context ctx, DType dtype) { return filled("zeros", shape, 0.0, ctx, dtype); }
+NDArray ones(const Shape& shape, Context ctx, DType dtype) { return filled("ones", shape, 1.0, ctx, dtype); }
 NDArray zeros_like(const NDArray& x) { return zeros(x.shape(), x.context(), x.dtype()); }
 NDArray ones_like(const NDArray& x) { return ones(x.shape(), x.context(), x.dtype()); }
 

@@ -38,10 +38,10 @@ NDArray dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose
   if (b.ndim() == 2) out_dims.push_back(args.n);
   if (out_dims.empty()) out_dims.push_back(1);
   NDArray out(Shape(out_dims), a.context(), a.dtype());
-  // An empty result needs no product (and cuBLAS rejects the leading dimension 0 that n = 0 gives).
-  if (out.size() == 0) return out;
-  if (args.k == 0) return out.fill(0.0);
-  backend(a.context()).gemm(a.context(), a.dtype(), args, a.data(), b.data(), out.data());
+  // An empty result needs no product (and cuBLAS rejects the leading dimension 0 that n = 0 gives);
+  // an empty inner dimension sums nothing.
+  if (out.size() > 0 && args.k == 0) out.fill(0.0);
+  if (out.size() > 0 && args.k > 0) backend(a.context()).gemm(a.context(), a.dtype(), args, a.data(), b.data(), out.data());
   if (autograd::needs_record({&a, &b})) {
     // Only the operands that lead to a variable get a gradient product (a Dense layer's input
     // usually does not), so backward costs no more matrix products than it must.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 #include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
@@ -36,10 +37,26 @@ void check_dtype(const char* op, DType dtype) {
 // agree on what an offset means. The result is a view of the first n values.
 std::int64_t padded_size(std::int64_t n) { return (n + 3) / 4 * 4; }
 
+// uniform's [low, high) and normal's (loc, scale) as NumPy and PyTorch accept them: finite, with
+// low <= high and scale >= 0.
+void check_uniform(const char* op, double low, double high) {
+  if (!std::isfinite(low) || !std::isfinite(high) || low > high) {
+    throw ValueError(std::string(op) + ": needs finite low <= high, got low " + std::to_string(low) + ", high " +
+                     std::to_string(high));
+  }
+}
+
+void check_normal(const char* op, double loc, double scale) {
+  if (!std::isfinite(loc) || !std::isfinite(scale) || scale < 0) {
+    throw ValueError(std::string(op) + ": needs a finite loc and a finite scale >= 0, got loc " + std::to_string(loc) +
+                     ", scale " + std::to_string(scale));
+  }
+}
+
 NDArray draw(const char* op, const Shape& shape, Context ctx, DType dtype, Generate generate, double p0, double p1) {
   check_dtype(op, dtype);
-  const std::int64_t n = Shape(shape).size();
-  if (n < 0) throw ShapeError(std::string(op) + ": bad shape " + shape.tuple_str());
+  detail::check_shape(op, shape, dtype);
+  const std::int64_t n = shape.size();
   NDArray buffer(Shape{padded_size(n)}, ctx, dtype);
   if (n > 0) (backend(ctx).*generate)(ctx, dtype, buffer.data(), padded_size(n), p0, p1, -1);
   return buffer.slice(0, n).reshape(shape);
@@ -69,18 +86,22 @@ void fill_aligned(const char* op, const std::vector<NDArray>& arrays, Generate g
 }  // namespace
 
 NDArray uniform(double low, double high, const Shape& shape, Context ctx, DType dtype) {
+  check_uniform("random.uniform", low, high);
   return draw("random.uniform", shape, ctx, dtype, &Backend::random_uniform, low, high);
 }
 
 NDArray normal(double loc, double scale, const Shape& shape, Context ctx, DType dtype) {
+  check_normal("random.normal", loc, scale);
   return draw("random.normal", shape, ctx, dtype, &Backend::random_normal, loc, scale);
 }
 
 void fill_uniform(const std::vector<NDArray>& arrays, double low, double high) {
+  check_uniform("random.fill_uniform", low, high);
   fill_aligned("random.fill_uniform", arrays, &Backend::random_uniform, low, high);
 }
 
 void fill_normal(const std::vector<NDArray>& arrays, double loc, double scale) {
+  check_normal("random.fill_normal", loc, scale);
   fill_aligned("random.fill_normal", arrays, &Backend::random_normal, loc, scale);
   // Note [normal draws across contexts]: cuRAND's host and device generators draw the same
   // uniforms, but their normal transforms (log, sincos) round differently on the CPU, by a few

@@ -12,6 +12,7 @@ namespace detail {
 
 NDArray sum_to(const NDArray& grad, const Shape& shape) {
   if (grad.shape() == shape) return grad;
+  if (shape.ndim() == 0) return sum(grad).reshape(shape);  // sum keeps one axis: MXNet has no 0-d result
   NDArray r = grad;
   while (r.ndim() > shape.ndim()) r = sum(r, 0);
   for (int d = 0; d < shape.ndim(); ++d) {

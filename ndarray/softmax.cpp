@@ -9,6 +9,7 @@ namespace mx::nd {
 
 NDArray log_softmax(const NDArray& x, int axis) {
   detail::check_floating("log_softmax", x);
+  normalize_axis("log_softmax", axis, x.shape());
   // The shift is a constant for the gradient: it cancels out of log_softmax.
   const NDArray shifted = x - max(x, axis, true).detach();
   return shifted - log(sum(exp(shifted), axis, true));
@@ -16,6 +17,7 @@ NDArray log_softmax(const NDArray& x, int axis) {
 
 NDArray softmax(const NDArray& x, int axis) {
   detail::check_floating("softmax", x);
+  normalize_axis("softmax", axis, x.shape());
   const NDArray e = exp(x - max(x, axis, true).detach());
   return e / sum(e, axis, true);
 }
@@ -25,8 +27,14 @@ NDArray one_hot(const NDArray& indices, std::int64_t depth, DType dtype) {
   if (depth <= 0) throw ValueError("one_hot: depth must be positive, got " + std::to_string(depth));
   std::vector<std::int64_t> dims(indices.shape().begin(), indices.shape().end());
   dims.push_back(1);
-  const NDArray classes = arange(0.0, static_cast<double>(depth), 1.0, indices.context(), dtype);
-  return equal(indices.detach().astype(dtype).reshape(Shape(dims)), classes);
+  // Compared in the indices' dtype, so that no index wraps into range; in float64 when that dtype
+  // cannot count to depth exactly (uint8 past 256 classes, float32 past 2^24).
+  const DType idx = indices.dtype();
+  const double exact_up_to = idx == DType::uint8 ? 256.0 : idx == DType::float32 ? 16777216.0 : 9007199254740992.0;
+  const DType compare = static_cast<double>(depth) <= exact_up_to ? idx : DType::float64;
+  const NDArray classes = arange(0.0, static_cast<double>(depth), 1.0, indices.context(), compare);
+  const NDArray mask = equal(indices.detach().astype(compare).reshape(Shape(dims)), classes);
+  return mask.dtype() == dtype ? mask : mask.astype(dtype);
 }
 
 }  // namespace mx::nd

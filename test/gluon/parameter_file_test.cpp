@@ -179,6 +179,17 @@ BOOST_AUTO_TEST_CASE(loads_onto_several_contexts) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(loading_onto_no_context_is_refused) {
+  const TempDir dir;
+  const std::string path = dir.file("none.params");
+  nn::Sequential net = initialized_net({mx::cpu()});
+  net.save_parameters(path);
+  const Snapshot before = snapshot(net);
+  NDG_CHECK_THROWS_WITH(net.load_parameters(path, std::vector<mx::Context>{}), mx::ValueError, "load_parameters",
+                        "none.params", "at least one context");
+  BOOST_TEST((snapshot(net) == before));
+}
+
 BOOST_AUTO_TEST_CASE(corrupted_files_are_rejected_and_change_nothing) {
   const TempDir dir;
   const std::string good = dir.file("good.params");

@@ -129,7 +129,7 @@ BOOST_AUTO_TEST_CASE(set_data_writes_every_copy) {
   BOOST_TEST(held.asvector<float>() == std::vector<float>(12, 7.0f), tt::per_element());
   // Wrong shape or dtype: ShapeError naming both, and nothing changes.
   NDG_CHECK_THROWS_WITH(p.set_data(nd::zeros({4, 3})), mx::ShapeError, "set_weight", "(4, 3)", "(3, 4)");
-  NDG_CHECK_THROWS_WITH(p.set_data(nd::zeros({3, 4}, mx::cpu(), mx::DType::float64)), mx::ShapeError, "float64",
+  NDG_CHECK_THROWS_WITH(p.set_data(nd::zeros({3, 4}, mx::cpu(), mx::DType::float64)), mx::DTypeError, "float64",
                         "float32");
   ndg_test::for_each_context([&](mx::Context ctx) {
     BOOST_TEST(p.data(ctx).asvector<float>() == std::vector<float>(12, 7.0f), tt::per_element());
@@ -268,7 +268,13 @@ BOOST_AUTO_TEST_CASE(deferred_parameter) {
   // A known extent that disagrees: ShapeError, still deferred.
   NDG_CHECK_THROWS_WITH(p.infer_shape({5, 3}), mx::ShapeError, "later_weight", "(5, 3)", "(4, 0)");
   NDG_CHECK_THROWS_WITH(p.infer_shape({4}), mx::ShapeError, "later_weight", "(4,)");
+  // An empty input cannot fix the unknown extent (Dense on a (batch, 0) input).
+  NDG_CHECK_THROWS_WITH(p.infer_shape({4, 0}), mx::ShapeError, "later_weight", "(4, 0)", "extent <= 0");
+  // Data of another dtype is refused before the shape is fixed.
+  NDG_CHECK_THROWS_WITH(p.set_data(nd::zeros({4, 3}, mx::cpu(), mx::DType::float64)), mx::DTypeError,
+                        "later_weight", "float64", "float32");
   BOOST_TEST(p.is_deferred());
+  BOOST_TEST(p.shape() == (mx::Shape{4, 0}));
   // Once the shape is known the data appears on every context given to initialize.
   p.infer_shape({4, 3});
   BOOST_TEST(!p.is_deferred());

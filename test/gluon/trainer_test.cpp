@@ -411,6 +411,37 @@ BOOST_AUTO_TEST_CASE(parameters_with_grad_req_null_are_not_updated) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(freezing_a_parameter_keeps_the_others_momentum) {
+  // Momentum state belongs to its parameter: freezing `a` (before `b` in the dict) must not hand
+  // `b` a's state. lr 1, momentum 0.5, batch 1:
+  //   step 1: b grad 1 -> mom -1, b = 1 - 1 = 0; a grad 2 -> mom_a -2, a = -1.
+  //   a frozen; step 2: b grad 1 -> mom 0.5·(-1) - 1 = -1.5, b = -1.5.
+  //   a trainable again; step 3: a grad 0 -> mom_a 0.5·(-2) = -1, a = -2; b grad 0 -> -0.75, b = -2.25.
+  ndg_test::for_each_context([](mx::Context ctx) {
+    gluon::Parameter a = make_parameter("a", {2}, {1, 1}, {ctx});
+    gluon::Parameter b = make_parameter("b", {3}, {1, 1, 1}, {ctx});
+    gluon::ParameterDict dict;
+    dict.add(a);
+    dict.add(b);
+    gluon::Trainer trainer(dict, "sgd", {{"learning_rate", 1.0}, {"momentum", 0.5}});
+    set_grad(a, ctx, {2, 2});
+    set_grad(b, ctx, {1, 1, 1});
+    trainer.step(1);
+    check_close(a.data(ctx), {-1, -1});
+    check_close(b.data(ctx), {0, 0, 0});
+    a.set_grad_req("null");
+    trainer.step(1);
+    check_close(a.data(ctx), {-1, -1});
+    check_close(b.data(ctx), {-1.5, -1.5, -1.5});
+    a.set_grad_req("write");
+    set_grad(a, ctx, {0, 0});
+    set_grad(b, ctx, {0, 0, 0});
+    trainer.step(1);
+    check_close(a.data(ctx), {-2, -2});
+    check_close(b.data(ctx), {-2.25, -2.25, -2.25});
+  });
+}
+
 // ---- errors --------------------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(unknown_optimizer_and_hyper_parameter_list_the_valid_names) {
@@ -427,8 +458,35 @@ BOOST_AUTO_TEST_CASE(unknown_optimizer_and_hyper_parameter_list_the_valid_names)
   NDG_CHECK_THROWS_WITH(gluon::Optimizer::create("adagrad", {}), mx::ValueError, "adagrad", "adam, sgd");
   gluon::Trainer trainer(dict, "sgd");
   NDG_CHECK_THROWS_WITH(trainer.step(0), mx::ValueError, "batch_size", "0");
+  NDG_CHECK_THROWS_WITH(trainer.update(-2), mx::ValueError, "Trainer::update", "batch_size", "-2");
   // The weights were left alone.
   check_close(w.data(mx::cpu()), {1, 1}, 0, 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_step_changes_no_parameter) {
+  // Every parameter is checked before the first is summed or updated: an uninitialised parameter
+  // after `w` in the dict leaves `w` and its gradients as they were.
+  const auto ctxs = ndg_test::all_contexts();
+  gluon::Parameter w = make_parameter("w", {2}, {1, 1}, ctxs);
+  gluon::Parameter late("late", {2});
+  gluon::ParameterDict dict;
+  dict.add(w);
+  dict.add(late);
+  gluon::Trainer trainer(dict, "sgd", {{"learning_rate", 1.0}});
+  for (mx::Context ctx : ctxs) set_grad(w, ctx, {1, 2});
+  NDG_CHECK_THROWS_WITH(trainer.step(1), mx::Error, "late", "not been initialized");
+  NDG_CHECK_THROWS_WITH(trainer.step(0), mx::ValueError, "batch_size");
+  for (mx::Context ctx : ctxs) {
+    BOOST_TEST_CONTEXT("on " << ctx.str()) {
+      check_close(w.data(ctx), {1, 1}, 0, 0);
+      check_close(w.grad(ctx), {1, 2}, 0, 0);  // not summed over the contexts
+    }
+  }
+  // With `late` ready, the same step runs: the gradients are summed over the copies.
+  late.initialize(mx::init::Zero(), ctxs);
+  trainer.step(1);
+  const double n = static_cast<double>(ctxs.size());
+  for (mx::Context ctx : ctxs) check_close(w.data(ctx), {1 - n, 1 - 2 * n});
 }
 
 // ---- training ------------------------------------------------------------------------------------

@@ -689,6 +689,49 @@ BOOST_AUTO_TEST_CASE(backward_with_a_head_gradient) {
     auto scope = ag::record();
     const nd::NDArray y = x * 2.0;
     NDG_CHECK_THROWS_WITH(y.backward(nd::ones({4}, ctx)), mx::ShapeError, "(4,)", "(2, 2)");
+    // So is one of another dtype, named before any gradient is written.
+    NDG_CHECK_THROWS_WITH(y.backward(nd::ones({2, 2}, ctx, DType::float64)), mx::ShapeError, "backward", "float64",
+                          "float32");
+    BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{6, 12, 18, 24}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(zero_dim_operands_get_their_summed_gradient) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    // s is 0-d: it broadcasts against x, and its gradient is summed over every element.
+    nd::NDArray x = nd::array({1, 2, 3}, ctx);
+    nd::NDArray s = nd::full(Shape{}, 2.0, ctx);
+    x.attach_grad();
+    s.attach_grad();
+    {
+      auto scope = ag::record();
+      (x * s).sum().backward();
+    }
+    BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{2, 2, 2}), tt::per_element());
+    BOOST_TEST(s.grad().shape() == Shape{});
+    BOOST_TEST(s.grad().asvector<float>() == (std::vector<float>{6}), tt::per_element());  // 1 + 2 + 3
+    {
+      auto scope = ag::record();
+      (nd::broadcast_to(s, {2, 2}) * 3.0).sum().backward();
+    }
+    BOOST_TEST(s.grad().asvector<float>() == (std::vector<float>{12}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(dot_with_an_empty_inner_dimension_is_recorded) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray a = nd::zeros({2, 0}, ctx), b = nd::zeros({0, 3}, ctx);
+    a.attach_grad();
+    b.attach_grad();
+    nd::NDArray y;
+    {
+      auto scope = ag::record();
+      y = nd::dot(a, b);
+      y.sum().backward();
+    }
+    BOOST_TEST(y.asvector<float>() == std::vector<float>(6, 0.0f), tt::per_element());
+    BOOST_TEST(a.grad().shape() == (Shape{2, 0}));
+    BOOST_TEST(b.grad().shape() == (Shape{0, 3}));
   });
 }
 

@@ -231,6 +231,18 @@ BOOST_AUTO_TEST_CASE(copyto_a_view_writes_only_the_view) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(copyto_an_overlapping_view_copies_as_if_through_a_temporary) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray v = nd::array({1, 2, 3, 4}, ctx);
+    nd::NDArray tail = v.slice(1, 4);
+    v.slice(0, 3).copyto(tail);  // numpy: v[1:] = v[:3]
+    BOOST_TEST(v.asvector() == (std::vector<float>{1, 1, 2, 3}), tt::per_element());
+    nd::NDArray head = v.slice(0, 3);
+    v.slice(1, 4).copyto(head);  // v[:3] = v[1:]
+    BOOST_TEST(v.asvector() == (std::vector<float>{1, 2, 3, 3}), tt::per_element());
+  });
+}
+
 BOOST_AUTO_TEST_CASE(copies_between_two_gpus, *boost::unit_test::precondition(ndg_test::needs_gpus{2})) {
   const std::vector<float> values = iota_floats(1000, -500);
   nd::NDArray on0 = nd::array(values, {10, 100}, mx::gpu(0));

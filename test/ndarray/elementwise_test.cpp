@@ -385,6 +385,37 @@ BOOST_AUTO_TEST_CASE(in_place_on_a_view_changes_only_its_elements) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(in_place_with_an_overlapping_rhs_reads_it_before_writing) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    // x += x[0]: the rhs is x's first row, broadcast; NumPy gives every element 1 + 1.
+    nd::NDArray x = nd::ones({2, 2}, ctx);
+    x += x[0];
+    BOOST_TEST(values(x) == (Values{2, 2, 2, 2}), tt::per_element());
+    // Shifted views of one vector: t = v[1:3], t += v[0:2] gives [1, 2 + 1, 3 + 2].
+    nd::NDArray v = nd::array({1, 2, 3}, ctx);
+    nd::NDArray t = v.slice(1, 3);
+    t += v.slice(0, 2);
+    BOOST_TEST(values(v) == (Values{1, 3, 5}), tt::per_element());
+    // The same view on both sides is element for element: no copy is needed, and the result is 2x.
+    nd::NDArray w = nd::array({1, 2, 3}, ctx);
+    w *= w.reshape({3});
+    BOOST_TEST(values(w) == (Values{1, 4, 9}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(shares_memory_tells_overlapping_views) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray m = nd::zeros({3, 2}, ctx);
+    BOOST_TEST(m.shares_memory(m));
+    BOOST_TEST(m.shares_memory(m[1]));
+    BOOST_TEST(m.slice(0, 2).shares_memory(m.slice(1, 3)));
+    BOOST_TEST(!m[0].shares_memory(m[1]));        // adjacent rows touch but do not overlap
+    BOOST_TEST(!m.shares_memory(m.copy()));
+    BOOST_TEST(!m.shares_memory(nd::zeros({3, 2}, ctx)));
+    BOOST_TEST(!m.shares_memory(nd::NDArray()));
+  });
+}
+
 // ---- unary ------------------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(unary_math_matches_std) {

@@ -2,6 +2,7 @@
 #include "test/support/contexts.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -356,8 +357,54 @@ BOOST_AUTO_TEST_CASE(ragged_nested_list) {
 
 BOOST_AUTO_TEST_CASE(negative_extent) {
   ndg_test::for_each_context([](mx::Context ctx) {
-    NDG_CHECK_THROWS_WITH(nd::zeros({-1, 2}, ctx), mx::ShapeError, "negative extent", "(-1, 2)");
-    NDG_CHECK_THROWS_WITH(nd::empty({3, -4}, ctx), mx::ShapeError, "(3, -4)");
+    NDG_CHECK_THROWS_WITH(nd::zeros({-1, 2}, ctx), mx::ShapeError, "zeros", "negative extent", "(-1, 2)");
+    NDG_CHECK_THROWS_WITH(nd::empty({3, -4}, ctx), mx::ShapeError, "empty", "(3, -4)");
+    NDG_CHECK_THROWS_WITH(nd::full({-2, -2}, 1.0, ctx), mx::ShapeError, "full", "(-2, -2)");
+    // Two negative extents multiply to a positive size: still rejected, before anything is drawn.
+    mx::random::seed(5);
+    NDG_CHECK_THROWS_WITH(nd::random::uniform(0, 1, {-2, -2}, ctx), mx::ShapeError, "random.uniform", "(-2, -2)");
+    const auto after_error = nd::random::uniform(0, 1, {4}, ctx).asvector<float>();
+    mx::random::seed(5);
+    BOOST_TEST(nd::random::uniform(0, 1, {4}, ctx).asvector<float>() == after_error, tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(shape_whose_size_overflows) {
+  const std::int64_t huge = (std::int64_t{1} << 62) + 1;  // times 4 bytes wraps to 4
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    NDG_CHECK_THROWS_WITH(nd::zeros({huge}, ctx), mx::ShapeError, "zeros", std::to_string(huge), "63 bits");
+    NDG_CHECK_THROWS_WITH(nd::ones({huge, 4}, ctx, mx::DType::uint8), mx::ShapeError, "ones", "uint8");
+    NDG_CHECK_THROWS_WITH(nd::random::normal(0, 1, {huge}, ctx), mx::ShapeError, "random.normal");
+    // A product of extents that wraps to the array's size is not a reshape of it.
+    const nd::NDArray x = nd::ones({4}, ctx);
+    NDG_CHECK_THROWS_WITH(x.reshape({huge, 4}), mx::ShapeError, "reshape", "(4,)", std::to_string(huge));
+    NDG_CHECK_THROWS_WITH(x.reshape({huge, 4, -1}), mx::ShapeError, "reshape");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(random_parameters_out_of_their_domain) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    NDG_CHECK_THROWS_WITH(nd::random::uniform(1, 0, {3}, ctx), mx::ValueError, "random.uniform", "low <= high",
+                          "low 1", "high 0");
+    NDG_CHECK_THROWS_WITH(nd::random::uniform(0, INFINITY, {3}, ctx), mx::ValueError, "random.uniform", "finite");
+    NDG_CHECK_THROWS_WITH(nd::random::normal(0, -1, {3}, ctx), mx::ValueError, "random.normal", "scale >= 0",
+                          "scale -1");
+    NDG_CHECK_THROWS_WITH(nd::random::normal(NAN, 1, {3}, ctx), mx::ValueError, "random.normal", "loc nan");
+    std::vector<nd::NDArray> targets{nd::zeros({3}, ctx)};
+    NDG_CHECK_THROWS_WITH(nd::random::fill_uniform(targets, 2, 1), mx::ValueError, "random.fill_uniform");
+    NDG_CHECK_THROWS_WITH(nd::random::fill_normal(targets, 0, -2), mx::ValueError, "random.fill_normal");
+    BOOST_TEST(targets[0].asvector<float>() == std::vector<float>(3, 0.0f), tt::per_element());
+    // The edges are valid: a point interval and a zero scale give constants.
+    BOOST_TEST(nd::random::uniform(2, 2, {3}, ctx).asvector<float>() == std::vector<float>(3, 2.0f), tt::per_element());
+    BOOST_TEST(nd::random::normal(-1, 0, {3}, ctx).asvector<float>() == std::vector<float>(3, -1.0f), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(softmax_along_an_axis_out_of_range) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray x = nd::ones({2, 3}, ctx);
+    NDG_CHECK_THROWS_WITH(nd::softmax(x, 5), mx::IndexError, "softmax", "axis 5", "(2, 3)");
+    NDG_CHECK_THROWS_WITH(nd::log_softmax(x, -3), mx::IndexError, "log_softmax", "axis -3");
   });
 }
 
@@ -387,6 +434,8 @@ BOOST_AUTO_TEST_CASE(default_constructed_operand) {
   NDG_CHECK_THROWS_WITH(nd::exp(none), mx::ValueError, "exp", "empty");
   NDG_CHECK_THROWS_WITH(none.copyto(mx::cpu()), mx::ValueError, "copyto", "empty");
   NDG_CHECK_THROWS_WITH(none.reshape({1}), mx::ValueError, "reshape");
+  NDG_CHECK_THROWS_WITH(nd::concat({none}), mx::ValueError, "concat", "empty");
+  NDG_CHECK_THROWS_WITH(nd::concat({nd::ones({2}), none}), mx::ValueError, "concat", "empty");
 }
 
 // ---- devices ---------------------------------------------------------------------------------
