@@ -221,7 +221,7 @@ void update_in_place(BinaryOp op, NDArray& a, const NDArray& b) {
   // written: it is copied first, as NumPy does.
   const bool aligned = b.data() == a.data() && b.shape() == a.shape();
   const NDArray rhs = !aligned && a.shares_memory(b) ? b.copy() : b;
-  backend(a.context()).binary(a.context(), op, a.dtype(), make_broadcast_index(out, a.shape(), b.shape()),
+  backend(a.context()).binary(a.context(), op, a.dtype(), make_broadcast_index(name, out, a.shape(), b.shape()),
                               a.data(), rhs.data(), a.data());
 }
 

@@ -63,7 +63,7 @@ NDArray binary(BinaryOp op, const NDArray& a, const NDArray& b) {
   detail::check_same_dtype(name, a, b);
   const Shape shape = broadcast_shapes(name, a.shape(), b.shape());
   NDArray out(shape, a.context(), a.dtype());
-  backend(a.context()).binary(a.context(), op, a.dtype(), make_broadcast_index(shape, a.shape(), b.shape()),
+  backend(a.context()).binary(a.context(), op, a.dtype(), make_broadcast_index(name, shape, a.shape(), b.shape()),
                               a.data(), b.data(), out.data());
   if (autograd::needs_record({&a, &b})) {
     autograd::record_op(name, out, {&a, &b},

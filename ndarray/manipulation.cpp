@@ -62,7 +62,7 @@ NDArray transpose(const NDArray& x, const std::vector<int>& axes_in) {
   NDArray out(Shape(out_dims), x.context(), x.dtype());
   std::vector<int> normalized = axes;
   for (auto& a : normalized) a = a < 0 ? a + x.ndim() : a;
-  backend(x.context()).gather(x.context(), x.dtype(), make_transpose_index(x.shape(), normalized),
+  backend(x.context()).gather(x.context(), x.dtype(), make_transpose_index("transpose", x.shape(), normalized),
                               x.data(), out.data());
   if (autograd::needs_record({&x})) {
     autograd::record_op("transpose", out, {&x}, [normalized](const NDArray& g) {
@@ -80,7 +80,7 @@ NDArray broadcast_to(const NDArray& x, const Shape& shape) {
     throw ShapeError("broadcast_to: " + detail::describe(x) + " cannot be broadcast to " + shape.tuple_str());
   }
   NDArray out(shape, x.context(), x.dtype());
-  backend(x.context()).gather(x.context(), x.dtype(), make_broadcast_to_index(shape, x.shape()), x.data(),
+  backend(x.context()).gather(x.context(), x.dtype(), make_broadcast_to_index("broadcast_to", shape, x.shape()), x.data(),
                               out.data());
   if (autograd::needs_record({&x})) {
     autograd::record_op("broadcast_to", out, {&x}, [from = x.shape()](const NDArray& g) {

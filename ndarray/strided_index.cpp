@@ -49,7 +49,7 @@ std::vector<std::int64_t> broadcast_strides(const Shape& out, const Shape& in) {
 // Builds the index, dropping extent-1 axes and merging axis d into d+1 when every operand steps
 // through both as through one axis.
 template <int N>
-StridedIndex<N> collapse(const Shape& out, const std::vector<std::int64_t> (&strides)[N]) {
+StridedIndex<N> collapse(const char* op, const Shape& out, const std::vector<std::int64_t> (&strides)[N]) {
   StridedIndex<N> index;
   std::vector<std::int64_t> shape;
   std::vector<std::int64_t> merged[N];
@@ -67,9 +67,9 @@ StridedIndex<N> collapse(const Shape& out, const std::vector<std::int64_t> (&str
     }
   }
   if (shape.size() > static_cast<std::size_t>(kMaxDims)) {
-    throw ShapeError("broadcast over " + std::to_string(shape.size()) +
-                     " non-mergeable axes (shape " + out.tuple_str() + "); at most " +
-                     std::to_string(kMaxDims) + " are supported");
+    throw ShapeError(std::string(op) + ": the result " + out.tuple_str() + " has " + std::to_string(shape.size()) +
+                     " axes that cannot be merged into fewer; at most " + std::to_string(kMaxDims) +
+                     " are supported");
   }
   index.ndim = static_cast<int>(shape.size());
   for (int d = 0; d < index.ndim; ++d) {
@@ -81,7 +81,7 @@ StridedIndex<N> collapse(const Shape& out, const std::vector<std::int64_t> (&str
 
 }  // namespace
 
-BroadcastIndex make_broadcast_index(const Shape& out, const Shape& a, const Shape& b) {
+BroadcastIndex make_broadcast_index(const char* op, const Shape& out, const Shape& a, const Shape& b) {
   if (a == out && b == out) {  // same shapes: one contiguous axis, without building vectors
     BroadcastIndex index;
     index.ndim = 1;
@@ -90,15 +90,15 @@ BroadcastIndex make_broadcast_index(const Shape& out, const Shape& a, const Shap
     return index;
   }
   const std::vector<std::int64_t> strides[2] = {broadcast_strides(out, a), broadcast_strides(out, b)};
-  return collapse<2>(out, strides);
+  return collapse<2>(op, out, strides);
 }
 
-GatherIndex make_broadcast_to_index(const Shape& out, const Shape& in) {
+GatherIndex make_broadcast_to_index(const char* op, const Shape& out, const Shape& in) {
   const std::vector<std::int64_t> strides[1] = {broadcast_strides(out, in)};
-  return collapse<1>(out, strides);
+  return collapse<1>(op, out, strides);
 }
 
-GatherIndex make_transpose_index(const Shape& in, const std::vector<int>& axes) {
+GatherIndex make_transpose_index(const char* op, const Shape& in, const std::vector<int>& axes) {
   const auto in_strides = contiguous_strides(in);
   std::vector<std::int64_t> out_dims, strides;
   for (int axis : axes) {
@@ -106,7 +106,7 @@ GatherIndex make_transpose_index(const Shape& in, const std::vector<int>& axes) 
     strides.push_back(in_strides[static_cast<std::size_t>(axis)]);
   }
   const std::vector<std::int64_t> all[1] = {strides};
-  return collapse<1>(Shape(out_dims), all);
+  return collapse<1>(op, Shape(out_dims), all);
 }
 
 }  // namespace mx

@@ -46,13 +46,14 @@ std::vector<std::int64_t> contiguous_strides(const Shape& shape);
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b);
 
 // Index for reading a (shape a) and b (shape b) broadcast to out. Adjacent axes are merged where
-// possible, so that same-shape operands give one contiguous axis.
-BroadcastIndex make_broadcast_index(const Shape& out, const Shape& a, const Shape& b);
+// possible, so that same-shape operands give one contiguous axis. Each maker throws
+// mx::ShapeError naming op when more than kMaxDims axes remain after merging.
+BroadcastIndex make_broadcast_index(const char* op, const Shape& out, const Shape& a, const Shape& b);
 
 // Index for out[i_0..i_n] = in[i_axes[0]..]: out axis d reads input axis axes[d].
-GatherIndex make_transpose_index(const Shape& in, const std::vector<int>& axes);
+GatherIndex make_transpose_index(const char* op, const Shape& in, const std::vector<int>& axes);
 
 // Index for reading `in` broadcast to `out`.
-GatherIndex make_broadcast_to_index(const Shape& out, const Shape& in);
+GatherIndex make_broadcast_to_index(const char* op, const Shape& out, const Shape& in);
 
 }  // namespace mx

@@ -90,7 +90,7 @@ struct BiasActivationLoop {
 void bias_activation(DType dt, void* out, const void* bias, std::int64_t rows, std::int64_t cols,
                      std::optional<UnaryOp> act) {
   if (!act) {
-    if (bias) binary(BinaryOp::add, dt, make_broadcast_index(Shape{rows, cols}, Shape{rows, cols}, Shape{cols}), out, bias, out);
+    if (bias) binary(BinaryOp::add, dt, make_broadcast_index("bias_add", Shape{rows, cols}, Shape{rows, cols}, Shape{cols}), out, bias, out);
     return;
   }
   using Fn = void (*)(void*, const void*, std::int64_t, std::int64_t);

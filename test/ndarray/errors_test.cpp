@@ -187,6 +187,23 @@ BOOST_AUTO_TEST_CASE(transpose_with_bad_axes) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(ops_over_more_axes_than_the_kernels_index) {
+  // Nine axes of extent 2 reversed, or broadcast against each other, cannot be merged into
+  // eight: each op says so under its own name.
+  const mx::Shape nine{2, 2, 2, 2, 2, 2, 2, 2, 2};
+  const mx::Shape alternating{2, 1, 2, 1, 2, 1, 2, 1, 2};
+  const mx::Shape complement{1, 2, 1, 2, 1, 2, 1, 2, 1};
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    const nd::NDArray x = nd::ones(nine, ctx);
+    NDG_CHECK_THROWS_WITH(x.transpose(), mx::ShapeError, "transpose", "9 axes", "at most 8");
+    const nd::NDArray a = nd::ones(alternating, ctx), b = nd::ones(complement, ctx);
+    NDG_CHECK_THROWS_WITH(a + b, mx::ShapeError, "add", nine.tuple_str());
+    NDG_CHECK_THROWS_WITH(nd::broadcast_to(a, nine), mx::ShapeError, "broadcast_to");
+    // Eight such axes are fine.
+    BOOST_TEST(nd::ones({2, 2, 2, 2, 2, 2, 2, 2}, ctx).transpose().sum().asscalar<float>() == 256.0f);
+  });
+}
+
 // ---- axes and indices ------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(sum_along_an_axis_out_of_range) {
