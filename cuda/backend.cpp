@@ -45,6 +45,17 @@ class GpuBackend final : public Backend {
   void copy_2d(Context ctx, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
                std::size_t width, std::size_t height) override {
     OnDevice on(ctx, "copy_2d");
+    // cudaMemcpy2D rejects pitches above cudaDevAttrMaxPitch (2^31 - 1 bytes), which a single row
+    // of a large array (concat along axis 0) has: such rows go as plain copies.
+    constexpr std::size_t kMaxPitch = 2147483647;
+    if (height == 1 || dst_pitch > kMaxPitch || src_pitch > kMaxPitch) {
+      for (std::size_t r = 0; r < height; ++r) {
+        NDG_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + r * dst_pitch,
+                                       static_cast<const char*>(src) + r * src_pitch, width,
+                                       cudaMemcpyDeviceToDevice, on.stream()));
+      }
+      return;
+    }
     NDG_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDeviceToDevice,
                                      on.stream()));
   }

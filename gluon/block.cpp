@@ -1,5 +1,8 @@
 #include "gluon/block.hpp"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -39,16 +42,29 @@ std::string Block::name() const {
   return !p.empty() && p.back() == '_' ? p.substr(0, p.size() - 1) : p;
 }
 
-Parameter& Block::register_parameter(const std::string& short_name, Shape shape, init::InitializerRef init, DType dtype) {
+Parameter Block::register_parameter(const std::string& short_name, Shape shape, init::InitializerRef init, DType dtype) {
   core_->params.emplace_back(short_name, Parameter(core_->prefix + short_name, std::move(shape), dtype, "write", std::move(init)));
   return core_->params.back().second;
 }
 
-Parameter& Block::parameter(const std::string& short_name) const {
+Parameter Block::parameter(const std::string& short_name) const {
   for (auto& [key, param] : core_->params) {
     if (key == short_name) return param;
   }
   throw ValueError("block '" + name() + "' has no parameter '" + short_name + "'");
+}
+
+void Block::throw_sliced(const Block& block, const std::type_info& as) {
+  const auto demangled = [](const std::type_info& type) {
+    int status = 0;
+    char* name = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+    const std::string out = status == 0 && name ? name : type.name();
+    std::free(name);
+    return out;
+  };
+  throw ValueError("register_child: block '" + block.name() + "' is a " + demangled(typeid(block)) +
+                   " passed as a " + demangled(as) + "; a copy of the " + demangled(as) +
+                   " would lose its forward. Pass it as its own type");
 }
 
 void Block::add_child(std::shared_ptr<Block> child, std::string name) {

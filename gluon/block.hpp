@@ -19,6 +19,7 @@
 //   };
 #include <memory>
 #include <string>
+#include <typeinfo>
 #include <type_traits>
 #include <vector>
 
@@ -69,16 +70,18 @@ class Block {
   std::vector<std::pair<std::string, Parameter>> structural_params(const std::string& prefix = "") const;
 
  protected:
-  // Registers a parameter named prefix() + short_name ("dense0_" + "weight").
-  Parameter& register_parameter(const std::string& short_name, Shape shape, init::InitializerRef init = {},
-                                DType dtype = DType::float32);
-  Parameter& parameter(const std::string& short_name) const;
+  // Registers a parameter named prefix() + short_name ("dense0_" + "weight"). Parameters are
+  // handles: the one returned and the one registered are the same parameter.
+  Parameter register_parameter(const std::string& short_name, Shape shape, init::InitializerRef init = {},
+                               DType dtype = DType::float32);
+  Parameter parameter(const std::string& short_name) const;
 
   // Registers a child block (the same block, not a copy) under `name` (default: its index) and
   // returns it.
   template <class B>
   B register_child(const B& block, std::string name = "") {
     static_assert(std::is_base_of_v<Block, B>, "register_child takes a Block");
+    if (typeid(block) != typeid(B)) throw_sliced(block, typeid(B));
     add_child(std::make_shared<B>(block), std::move(name));
     return block;
   }
@@ -87,6 +90,9 @@ class Block {
   struct Core;
   std::shared_ptr<Core> core_;
   void add_child(std::shared_ptr<Block> child, std::string name);
+  // A block passed through a reference to its base class would be copied as the base, losing its
+  // own forward: mx::ValueError naming both types.
+  [[noreturn]] static void throw_sliced(const Block& block, const std::type_info& as);
 };
 
 }  // namespace mx::gluon

@@ -27,6 +27,14 @@ nd::NDArray per_sample_mean(const nd::NDArray& x) {
 
 nd::NDArray scaled(const nd::NDArray& x, double weight) { return weight == 1.0 ? x : x * weight; }
 
+// Class ids as MXNet's pick (mode "clip") reads sparse labels: truncated to integers and clipped
+// to [0, classes - 1], so that a label out of range scores the nearest class rather than nothing.
+nd::NDArray class_ids(const nd::NDArray& label, std::int64_t classes) {
+  if (label.dtype() == DType::uint8 && classes > 256) return label;  // every uint8 value is a class
+  const nd::NDArray clipped = nd::minimum(nd::maximum(label, 0.0), static_cast<double>(classes - 1));
+  return is_floating(clipped.dtype()) ? clipped.astype(DType::int32) : clipped;
+}
+
 }  // namespace
 
 nd::NDArray L2Loss::operator()(const nd::NDArray& pred, const nd::NDArray& label) const {
@@ -50,7 +58,8 @@ nd::NDArray SoftmaxCrossEntropyLoss::operator()(const nd::NDArray& pred, const n
                        " (classes along the last axis)");
     }
     std::vector<std::int64_t> dims(pred.shape().begin(), pred.shape().end() - 1);
-    target = nd::one_hot(label.reshape(Shape(dims)), pred.shape()[axis], pred.dtype());
+    const std::int64_t classes = pred.shape()[axis];
+    target = nd::one_hot(class_ids(label, classes).reshape(Shape(dims)), classes, pred.dtype());
   } else {
     target = label_like("SoftmaxCrossEntropyLoss", pred, label);
   }

@@ -31,7 +31,8 @@ class L1Loss : public Loss {
 };
 
 // -log softmax(pred)[label] with sparse integer labels (batch,), or -sum(label * log softmax(pred))
-// with dense labels of pred's shape. from_logits: pred already holds log-probabilities.
+// with dense labels of pred's shape. from_logits: pred already holds log-probabilities. Sparse
+// labels are read as MXNet's pick does: truncated, and clipped to [0, classes - 1].
 class SoftmaxCrossEntropyLoss : public Loss {
  public:
   explicit SoftmaxCrossEntropyLoss(int axis = -1, bool sparse_label = true, bool from_logits = false, double weight = 1.0)

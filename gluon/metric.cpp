@@ -20,20 +20,30 @@ std::int64_t prediction_count(const nd::NDArray& labels, const nd::NDArray& pred
   return preds.shape()[0];
 }
 
-}  // namespace
+// Scores unless preds are shaped like the labels (MXNet's rule) or 1-D.
+bool are_scores(const nd::NDArray& labels, const nd::NDArray& preds) {
+  return preds.shape() != labels.shape() && preds.ndim() != 1;
+}
 
-void Accuracy::update(const nd::NDArray& labels, const nd::NDArray& preds) {
+// The number of predictions, after checking that there is one per label.
+std::int64_t checked_count(const nd::NDArray& labels, const nd::NDArray& preds) {
   nd::detail::check_not_none("Accuracy.update", labels);
   nd::detail::check_not_none("Accuracy.update", preds);
-  // Scores unless preds are shaped like the labels (MXNet's rule) or 1-D.
-  const bool scores = preds.shape() != labels.shape() && preds.ndim() != 1;
-  const std::int64_t count = prediction_count(labels, preds, scores);
+  const std::int64_t count = prediction_count(labels, preds, are_scores(labels, preds));
   if (count != labels.size()) {
     throw ShapeError("Accuracy.update: " + std::to_string(labels.size()) + " labels " + nd::detail::describe(labels) +
                      " but " + std::to_string(count) + " predictions " + nd::detail::describe(preds) +
                      "; expected preds (B, classes) or (B,) for B labels");
   }
+  return count;
+}
+
+}  // namespace
+
+void Accuracy::update(const nd::NDArray& labels, const nd::NDArray& preds) {
+  const std::int64_t count = checked_count(labels, preds);
   if (count == 0) return;
+  const bool scores = are_scores(labels, preds);
   // Class ids of the predictions, reduced on their own context; then B values of each to the host.
   const nd::NDArray predicted = scores ? preds.argmax(1) : preds;
   const std::vector<std::int64_t> want = labels.asvector<std::int64_t>();
@@ -47,6 +57,8 @@ void Accuracy::update(const std::vector<nd::NDArray>& labels, const std::vector<
     throw ValueError("Accuracy.update: " + std::to_string(labels.size()) + " label arrays but " +
                      std::to_string(preds.size()) + " prediction arrays; pass one of each per device");
   }
+  // Every pair is checked before any is counted, so that a bad pair leaves the counts alone.
+  for (std::size_t i = 0; i < labels.size(); ++i) checked_count(labels[i], preds[i]);
   for (std::size_t i = 0; i < labels.size(); ++i) update(labels[i], preds[i]);
 }
 

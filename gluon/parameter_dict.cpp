@@ -19,17 +19,13 @@ bool ParameterDict::contains(const std::string& name) const {
   return std::any_of(params_.begin(), params_.end(), [&](const auto& p) { return p.first == name; });
 }
 
-const Parameter& ParameterDict::operator[](const std::string& name) const {
+Parameter ParameterDict::operator[](const std::string& name) const {
   for (const auto& [key, param] : params_) {
     if (key == name) return param;
   }
   std::string known;
   for (const auto& key : keys()) known += (known.empty() ? "" : ", ") + key;
   throw ValueError("ParameterDict has no parameter '" + name + "'; it has: " + known);
-}
-
-Parameter& ParameterDict::operator[](const std::string& name) {
-  return const_cast<Parameter&>(static_cast<const ParameterDict&>(*this)[name]);
 }
 
 std::vector<std::string> ParameterDict::keys() const {

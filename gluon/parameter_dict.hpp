@@ -17,9 +17,8 @@ class ParameterDict {
 
   std::size_t size() const { return params_.size(); }
   bool contains(const std::string& name) const;
-  // Throws mx::ValueError listing the names there are.
-  Parameter& operator[](const std::string& name);
-  const Parameter& operator[](const std::string& name) const;
+  // The parameter (a handle to it). Throws mx::ValueError listing the names there are.
+  Parameter operator[](const std::string& name) const;
   std::vector<std::string> keys() const;
   auto begin() { return params_.begin(); }
   auto end() { return params_.end(); }

@@ -165,7 +165,7 @@ NDArray NDArray::operator[](std::int64_t i) const {
   return row.reshape(Shape(std::vector<std::int64_t>(shape_.begin() + 1, shape_.end())));
 }
 
-NDArray NDArray::T() const { return transpose(); }
+NDArray NDArray::T() const { return detail::transpose_view(*this); }
 
 NDArray NDArray::transpose(const std::vector<int>& axes) const { return nd::transpose(*this, axes); }
 

@@ -54,8 +54,9 @@ class NDArray {
   NDArray reshape(const Shape& shape) const;
   NDArray operator[](std::int64_t i) const;
   NDArray slice(std::int64_t begin, std::int64_t end) const;
-  // Reversed axes (a view when at most one axis has extent > 1, else a transposed copy).
+  // Reversed axes: a view when no two axes of extent > 1 swap (a (1, n) row), else a copy.
   NDArray T() const;
+  // Permuted axes (default: reversed), always a new array, as mx.nd.transpose.
   NDArray transpose(const std::vector<int>& axes = {}) const;
   NDArray flatten() const;  // (d0, d1, ...) -> (d0, d1 * ...)
 

@@ -33,7 +33,9 @@ std::int64_t outer_count(const Shape& shape, int axis) {
 
 }  // namespace
 
-NDArray transpose(const NDArray& x, const std::vector<int>& axes_in) {
+namespace {
+
+NDArray permute_axes(const NDArray& x, const std::vector<int>& axes_in, bool view_if_possible) {
   detail::check_not_none("transpose", x);
   std::vector<int> axes = axes_in;
   if (axes.empty()) {
@@ -57,8 +59,10 @@ NDArray transpose(const NDArray& x, const std::vector<int>& axes_in) {
     out_dims.push_back(x.shape()[a]);
     if (x.shape()[a] > 1) kept.push_back(a);
   }
-  // When the axes of extent > 1 keep their order, the data layout does not change: a view.
-  if (std::is_sorted(kept.begin(), kept.end())) return x.reshape(Shape(out_dims));
+  // When the axes of extent > 1 keep their order, the data layout does not change: a reshape.
+  if (std::is_sorted(kept.begin(), kept.end())) {
+    return view_if_possible ? x.reshape(Shape(out_dims)) : x.reshape(Shape(out_dims)).copy();
+  }
   NDArray out(Shape(out_dims), x.context(), x.dtype());
   std::vector<int> normalized = axes;
   for (auto& a : normalized) a = a < 0 ? a + x.ndim() : a;
@@ -73,6 +77,14 @@ NDArray transpose(const NDArray& x, const std::vector<int>& axes_in) {
   }
   return out;
 }
+
+}  // namespace
+
+NDArray transpose(const NDArray& x, const std::vector<int>& axes) { return permute_axes(x, axes, false); }
+
+namespace detail {
+NDArray transpose_view(const NDArray& x) { return permute_axes(x, {}, true); }
+}  // namespace detail
 
 NDArray broadcast_to(const NDArray& x, const Shape& shape) {
   detail::check_not_none("broadcast_to", x);

@@ -8,8 +8,13 @@
 namespace mx::nd {
 
 inline NDArray reshape(const NDArray& x, const Shape& shape) { return x.reshape(shape); }
-// Permutes the axes (default: reversed).
+// Permutes the axes (default: reversed), into a new array as mx.nd.transpose. (x.T() is a view
+// where the data layout allows.)
 NDArray transpose(const NDArray& x, const std::vector<int>& axes = {});
+namespace detail {
+// The reversed axes: a view when no two axes of extent > 1 swap, else a copy. NDArray::T().
+NDArray transpose_view(const NDArray& x);
+}  // namespace detail
 // Joins arrays along an existing axis; all on one context, same dtype, other extents equal.
 NDArray concat(const std::vector<NDArray>& arrays, int axis = 0);
 // Elements [begin, end) along axis, copied.

@@ -34,9 +34,9 @@ Dense::Dense(std::int64_t units, const std::string& activation, bool use_bias, s
   if (use_bias) register_parameter("bias", Shape{units}, std::move(bias_initializer));
 }
 
-Parameter& Dense::weight() const { return parameter("weight"); }
+Parameter Dense::weight() const { return parameter("weight"); }
 
-Parameter& Dense::bias() const {
+Parameter Dense::bias() const {
   if (!use_bias_) throw ValueError("Dense '" + name() + "' was created with use_bias=false and has no bias");
   return parameter("bias");
 }
@@ -47,7 +47,7 @@ nd::NDArray Dense::forward(const nd::NDArray& x) {
     throw ShapeError("Dense '" + name() + "': input must be (batch, features...), got " + nd::detail::describe(x));
   }
   const nd::NDArray flat = x.flatten();  // (batch, in_units)
-  Parameter& w = weight();
+  Parameter w = weight();
   const std::int64_t in_units = flat.shape()[1];
   if (w.is_deferred()) {
     w.infer_shape(Shape{units_, in_units});

@@ -19,8 +19,8 @@ class Dense : public Block {
   // x (batch, ...) -> (batch, units), on x.context().
   nd::NDArray forward(const nd::NDArray& x) override;
 
-  Parameter& weight() const;  // (units, in_units)
-  Parameter& bias() const;    // (units,); throws when use_bias is false
+  Parameter weight() const;  // (units, in_units)
+  Parameter bias() const;    // (units,); throws when use_bias is false
   std::int64_t units() const { return units_; }
 
  private:

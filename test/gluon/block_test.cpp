@@ -41,10 +41,34 @@ class TwoTower : public gluon::Block {
   }
   nn::Dense& hidden() { return hidden_; }
   nn::Dense& out() { return out_; }
-  gluon::Parameter& scale() const { return parameter("scale"); }
+  gluon::Parameter scale() const { return parameter("scale"); }
 
  private:
   nn::Dense hidden_, out_;
+};
+
+// Holds the handles register_parameter returns, across later registrations.
+class Affine : public gluon::Block {
+ public:
+  Affine()
+      : Block("affine"),
+        w_(register_parameter("w", {2}, mx::init::Constant(3.0))),
+        b_(register_parameter("b", {2}, mx::init::Constant(1.0))) {
+    for (int i = 0; i < 8; ++i) register_parameter("extra" + std::to_string(i), {1});
+  }
+  nd::NDArray forward(const nd::NDArray& x) override {
+    return x * w_.data(x.context()) + b_.data(x.context());
+  }
+
+ private:
+  gluon::Parameter w_, b_;
+};
+
+// A Dense whose forward doubles the output.
+class DoubledDense : public nn::Dense {
+ public:
+  using Dense::Dense;
+  nd::NDArray forward(const nd::NDArray& x) override { return Dense::forward(x) * 2.0; }
 };
 
 }  // namespace
@@ -65,8 +89,12 @@ BOOST_AUTO_TEST_CASE(prefix_and_name) {
   BOOST_TEST(s2.prefix() == "sequential" + std::to_string(s + 1) + "_");
   nn::Dense c(2);
   BOOST_TEST(c.prefix() == "dense" + std::to_string(n + 2) + "_");
-  nn::Activation act("relu");
-  BOOST_TEST(prefix_number(act.prefix(), "activation") >= 0);
+  // Activations are named after their function, as MXNet 1.x: relu0, relu1, tanh0.
+  nn::Activation act("relu"), act2("relu");
+  const int r = prefix_number(act.prefix(), "relu");
+  BOOST_TEST_REQUIRE(r >= 0, "prefix " << act.prefix());
+  BOOST_TEST(act2.prefix() == "relu" + std::to_string(r + 1) + "_");
+  BOOST_TEST(prefix_number(nn::Activation("tanh").prefix(), "tanh") >= 0);
   nn::Flatten flat;
   BOOST_TEST(prefix_number(flat.prefix(), "flatten") >= 0);
   // An explicit prefix replaces the generated one, and names the parameters.
@@ -216,6 +244,28 @@ BOOST_AUTO_TEST_CASE(user_block_with_its_own_parameter) {
     tower.scale().set_data(nd::array({0.5, -1}));
     BOOST_TEST(tower(nd::ones({1, 3}, ctx)).asvector<float>() == (std::vector<float>{6, -12}), tt::per_element());
   });
+}
+
+BOOST_AUTO_TEST_CASE(registered_parameters_are_handles_that_stay_valid) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    Affine affine;
+    affine.initialize(mx::init::Zero(), ctx);
+    BOOST_TEST(affine.collect_params().size() == 10u);
+    // w = 3, b = 1 through the handles taken before eight more registrations.
+    BOOST_TEST(affine(nd::array({1, 2}, ctx)).asvector<float>() == (std::vector<float>{4, 7}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_block_passed_as_its_base_class_is_refused) {
+  DoubledDense doubled(2, "", true, 2);
+  const nn::Dense& as_base = doubled;
+  nn::Sequential net;
+  NDG_CHECK_THROWS_WITH(net.add(as_base), mx::ValueError, "DoubledDense", "mx::gluon::nn::Dense", "own type");
+  BOOST_TEST(net.num_children() == 0u);
+  // Passed as itself, it keeps its forward.
+  net.add(doubled);
+  net.initialize(mx::init::One(), mx::cpu());
+  BOOST_TEST(net(nd::ones({1, 2})).asvector<float>() == (std::vector<float>{4, 4}), tt::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(two_parameters_with_one_name_are_an_error) {

@@ -163,6 +163,24 @@ BOOST_AUTO_TEST_CASE(softmax_cross_entropy_with_sparse_labels) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(softmax_cross_entropy_clips_labels_as_mxnet_pick) {
+  // MXNet's pick (mode "clip"): a label past the last class scores the last class, a negative one
+  // the first, and 1.75 truncates to 1. So labels [5, -2, 1.75, 2] score classes [2, 0, 1, 2].
+  const Rows logits_f = as_float(kLogits);
+  const Values want = sparse_cross_entropy(logits_f, {2, 0, 1, 2});
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    const SoftmaxCrossEntropyLoss ce;
+    const nd::NDArray logits = matrix(kLogits, ctx);
+    BOOST_TEST_CONTEXT("float32 labels") { check_loss(ce(logits, nd::array({5, -2, 1.75, 2}, ctx)), ctx, want); }
+    BOOST_TEST_CONTEXT("int32 labels") {
+      check_loss(ce(logits, nd::array({5, -2, 1, 2}, ctx, DType::int32)), ctx, want);
+    }
+    BOOST_TEST_CONTEXT("uint8 labels") {
+      check_loss(ce(logits, nd::array({255, 0, 1, 2}, ctx, DType::uint8)), ctx, want);
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(softmax_cross_entropy_averages_over_positions) {
   // (2, 2, 3) logits with (2, 2) labels: each sample's loss is the mean over its 2 positions.
   const Rows positions = {{1, 2, 3}, {1, 1, 1}, {0, -1, 2.5}, {-0.5, 4, 0.25}};

@@ -128,6 +128,12 @@ BOOST_AUTO_TEST_CASE(one_pair_of_arrays_per_device) {
   preds.pop_back();
   NDG_CHECK_THROWS_WITH(accuracy.update(labels, preds), mx::ValueError,
                         std::to_string(ctxs.size()) + " label arrays", std::to_string(ctxs.size() - 1));
+  // A bad pair after good ones: nothing is counted.
+  const std::int64_t counted = accuracy.num_inst();
+  NDG_CHECK_THROWS_WITH(accuracy.update({nd::array({1, 0}), nd::array({1})}, {nd::array({1, 0}), nd::array({0, 1})}),
+                        mx::ShapeError, "1 labels", "2 predictions");
+  BOOST_TEST(accuracy.num_inst() == counted);
+  BOOST_TEST(accuracy.get().second == 0.75);
 }
 
 BOOST_AUTO_TEST_CASE(mismatched_batch_sizes_are_shape_errors) {

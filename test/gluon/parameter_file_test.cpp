@@ -77,7 +77,7 @@ nn::Sequential initialized_net(const std::vector<mx::Context>& ctxs) {
   nn::Sequential net = make_net();
   net.initialize(mx::init::Normal(1.0), ctxs);
   for (std::size_t i = 0; i < net.size(); ++i) {
-    gluon::Parameter& bias = net.at<nn::Dense>(i).bias();
+    gluon::Parameter bias = net.at<nn::Dense>(i).bias();
     bias.set_data(nd::random::uniform(-1, 1, bias.shape(), mx::cpu()));
   }
   return net;

@@ -189,6 +189,14 @@ BOOST_AUTO_TEST_CASE(T_of_a_vector_or_row_is_the_same_data) {
     const nd::NDArray column = row.T();
     BOOST_TEST(column.shape() == (mx::Shape{3, 1}));
     BOOST_TEST(values(column) == (Values{1, 2, 3}), tt::per_element());
+    BOOST_TEST(column.shares_memory(row));  // T() is a view here
+    // transpose() is always a new array, as mx.nd.transpose: writing it leaves the row alone.
+    nd::NDArray copied = nd::transpose(row);
+    BOOST_TEST(!copied.shares_memory(row));
+    BOOST_TEST(!row.transpose().shares_memory(row));
+    copied += 1;
+    BOOST_TEST(values(row) == (Values{1, 2, 3}), tt::per_element());
+    BOOST_TEST(values(copied) == (Values{2, 3, 4}), tt::per_element());
   });
 }
 

@@ -14,8 +14,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -51,27 +53,45 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) throw mx::ValueError("missing value after " + arg);
       return argv[++i];
     };
+    // The whole value as a number, or an error naming the option.
+    auto number = [&](auto parse) {
+      const std::string text = value();
+      try {
+        std::size_t used = 0;
+        const auto n = parse(text, &used);
+        if (used == text.size()) return n;
+      } catch (const std::logic_error&) {  // std::invalid_argument, std::out_of_range
+      }
+      throw mx::ValueError(arg + " takes a number, not '" + text + "'");
+    };
+    const auto to_int = [](const std::string& s, std::size_t* used) { return std::stoi(s, used); };
+    const auto to_int64 = [](const std::string& s, std::size_t* used) { return std::stoll(s, used); };
+    const auto to_double = [](const std::string& s, std::size_t* used) { return std::stod(s, used); };
     if (arg == "--ctx") {
       const std::string c = value();
       if (c == "cpu") o.ctxs = {mx::cpu()};
       else if (c == "gpu") o.ctxs = {mx::gpu(0)};
-      else if (c.rfind("gpu:", 0) == 0) o.ctxs = {mx::gpu(std::stoi(c.substr(4)))};
+      else if (c.rfind("gpu:", 0) == 0 && c.size() > 4 && c.find_first_not_of("0123456789", 4) == std::string::npos)
+        o.ctxs = {mx::gpu(std::stoi(c.substr(4)))};
       else throw mx::ValueError("--ctx takes cpu, gpu or gpu:N, not " + c);
     } else if (arg == "--gpus") {
-      const int n = std::stoi(value());
+      const int n = number(to_int);
       if (n < 1 || n > mx::num_gpus()) {
         throw mx::ValueError("--gpus " + std::to_string(n) + ": " + std::to_string(mx::num_gpus()) + " GPUs are visible");
       }
       o.ctxs.clear();
       for (int i = 0; i < n; ++i) o.ctxs.push_back(mx::gpu(i));
     } else if (arg == "--model") o.model = value();
-    else if (arg == "--epochs") o.epochs = std::stoi(value());
-    else if (arg == "--lr") o.lr = std::stod(value());
-    else if (arg == "--batch-size") o.batch_size = std::stoll(value());
-    else if (arg == "--subset") o.subset = std::stoll(value());
+    else if (arg == "--epochs") o.epochs = number(to_int);
+    else if (arg == "--lr") o.lr = number(to_double);
+    else if (arg == "--batch-size") o.batch_size = number(to_int64);
+    else if (arg == "--subset") o.subset = number(to_int64);
     else if (arg == "--csv") o.csv = value();
     else if (arg == "--data") o.data_dir = value();
     else throw mx::ValueError("unknown argument " + arg + " (see the comment at the top of the source)");
+  }
+  if (o.epochs < 1 || o.batch_size < 1 || o.lr <= 0) {
+    throw mx::ValueError("--epochs and --batch-size must be at least 1 and --lr positive");
   }
   if (o.model != "softmax" && o.model != "mlp" && o.model != "both") {
     throw mx::ValueError("--model takes softmax, mlp or both, not " + o.model);
@@ -145,7 +165,7 @@ void plot(const std::string& csv) {
                 csv.c_str());
     return;
   }
-  const std::string png = csv.substr(0, csv.rfind('.')) + ".png";
+  const std::string png = std::filesystem::path(csv).replace_extension(".png").string();
   // The script goes to gnuplot's standard input, so that no shell sees its quotes and $ columns.
   const std::string script =
       "set terminal pngcairo size 900,500\nset output '" + png + "'\nset datafile separator ','\n"
