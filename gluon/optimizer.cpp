@@ -33,8 +33,9 @@ nd::NDArray& state_for(const char* op, std::map<StateKey, nd::NDArray>& states, 
     throw ShapeError(std::string(op) + ": state " + nd::detail::describe(state) + " of parameter " +
                      std::to_string(key.param) + ", copy " + std::to_string(key.copy) + " does not match weight " +
                      nd::detail::describe(weight));
-  } else if (state.context() != weight.context() || state.dtype() != weight.dtype()) {
-    state = state.astype(weight.dtype()).copyto(weight.context());
+  } else {
+    if (state.dtype() != weight.dtype()) state = state.astype(weight.dtype());
+    state = state.as_in_context(weight.context());
   }
   return state;
 }

@@ -442,6 +442,23 @@ BOOST_AUTO_TEST_CASE(freezing_a_parameter_keeps_the_others_momentum) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(momentum_follows_a_parameter_moved_with_reset_ctx,
+                     *boost::unit_test::precondition(ndg_test::needs_gpus{1})) {
+  // As sgd_step_by_hand, with the parameter moved from gpu(0) to cpu(0) between the two steps:
+  // the momentum moves with it, and the second step gives -1.0725 as before.
+  gluon::Parameter w = make_parameter("w", {1}, {1.0}, {mx::gpu(0)});
+  gluon::ParameterDict dict;
+  dict.add(w);
+  gluon::Trainer trainer(dict, "sgd", {{"learning_rate", 0.5}, {"wd", 0.1}, {"momentum", 0.5}});
+  set_grad(w, mx::gpu(0), {8.0});
+  trainer.step(4);
+  check_close(w.data(mx::gpu(0)), {-0.05});
+  w.reset_ctx({mx::cpu()});
+  set_grad(w, mx::cpu(), {4.0});
+  trainer.step(4);
+  check_close(w.data(mx::cpu()), {-1.0725});
+}
+
 // ---- errors --------------------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(unknown_optimizer_and_hyper_parameter_list_the_valid_names) {
