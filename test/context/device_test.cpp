@@ -33,8 +33,10 @@ BOOST_AUTO_TEST_CASE(num_gpus_matches_try_all_gpus) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(no_gpus_without_cuda) {
-  if (!mx::built_with_cuda()) BOOST_TEST(mx::num_gpus() == 0);
+BOOST_AUTO_TEST_CASE(no_gpus_without_cuda, *boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
+                       return boost::test_tools::assertion_result(!mx::built_with_cuda());
+                     })) {
+  BOOST_TEST(mx::num_gpus() == 0);
 }
 
 BOOST_AUTO_TEST_CASE(try_gpu_falls_back_to_cpu) {

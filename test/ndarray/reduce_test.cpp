@@ -391,6 +391,13 @@ BOOST_AUTO_TEST_CASE(large_rows_along_axis_1) {
     BOOST_TEST(values(x.argmax(1)) == argmaxima, tt::per_element());
     BOOST_TEST(values(x.argmin(-1)) == argminima, tt::per_element());
     BOOST_TEST(x.sum(1, true).shape() == (mx::Shape{3, 1}));
+    // Sixteenths below 2^18 add up exactly in float32 in any order, so a lost or doubled element
+    // shows: each row of (k % 16) / 16 sums to 18750 * 7.5 = 140625.
+    std::vector<float> sixteenths(static_cast<std::size_t>(rows * cols));
+    for (std::size_t i = 0; i < sixteenths.size(); ++i) sixteenths[i] = static_cast<float>(i % 16) / 16.0f;
+    const nd::NDArray exact = nd::array(sixteenths, {rows, cols}, ctx);
+    BOOST_TEST(values(exact.sum(1)) == Values(3, 140625.0), tt::per_element());
+    BOOST_TEST(values(exact.mean(1)) == Values(3, 0.46875), tt::per_element());
   });
 }
 
@@ -405,9 +412,15 @@ BOOST_AUTO_TEST_CASE(large_columns_along_axis_0) {
     const nd::NDArray x = nd::array(v, {rows, cols}, ctx);
     const nd::NDArray s = x.sum(0);
     BOOST_TEST(s.shape() == (mx::Shape{7}));
-    // A float32 column sum of 1e5 values in [0, 1), accumulated in order, errs by about
-    // sqrt(n) * 6e-8 ~ 2e-5 relative; 1e-4 leaves room and still catches a lost element (1e-5 of 5e4).
+    // A float32 column sum of 1e5 values in [0, 1) errs by about sqrt(n) * 6e-8 ~ 2e-5 relative;
+    // a lost element is below that, so the exact case below is what catches one.
     BOOST_TEST(values(s) == sums, tt::tolerance(1e-4) << tt::per_element());
+    // Column c of (r % 16) / 16 sums exactly to 6250 * 7.5 = 46875 in float32, in any order.
+    std::vector<float> sixteenths(static_cast<std::size_t>(rows * cols));
+    for (std::size_t i = 0; i < sixteenths.size(); ++i) {
+      sixteenths[i] = static_cast<float>((i / static_cast<std::size_t>(cols)) % 16) / 16.0f;
+    }
+    BOOST_TEST(values(nd::array(sixteenths, {rows, cols}, ctx).sum(0)) == Values(7, 46875.0), tt::per_element());
     BOOST_TEST(values(x.min(0)) == minima, tt::per_element());
     BOOST_TEST(values(x.argmax(-2)) == argmaxima, tt::per_element());
     // float64 makes the sum nearly exact.
