@@ -1,4 +1,5 @@
 #include "test/support/boost_test.hpp"
+#include "test/support/contexts.hpp"
 #include <sstream>
 #include <ndarray/ndarray.hpp>
 #include <cstdint>
@@ -138,7 +139,7 @@ BOOST_AUTO_TEST_CASE(empty_array) {
 }
 
 BOOST_AUTO_TEST_CASE(values_are_read_from_every_context) {
-  for (const mx::Context ctx : mx::try_all_gpus()) {
+  for (const mx::Context ctx : ndg_test::all_contexts()) {
     BOOST_TEST_CONTEXT("on " << ctx.str()) {
       const nd::NDArray x = nd::array({{1, -2.5}, {0.1, 4}}, ctx);
       BOOST_TEST(nd::format_values(x) == "[[ 1.  -2.5]\n [ 0.1  4. ]]");
