@@ -118,7 +118,7 @@ std::vector<std::pair<std::string, nd::NDArray>> load_parameter_file(const std::
     for (std::uint32_t d = 0; d < ndim; ++d) dims.push_back(reader.get<std::int64_t>("an extent"));
     const Shape shape(dims);
     const auto data_bytes = reader.get<std::uint64_t>("a byte count");
-    if (shape.size() < 0 || data_bytes != static_cast<std::uint64_t>(shape.size()) * dtype_size(dtype)) {
+    if (shape.numel() < 0 || data_bytes != static_cast<std::uint64_t>(shape.numel()) * dtype_size(dtype)) {
       throw FileError("'" + path + "': parameter '" + name + "' of shape " + shape.tuple_str() + " " +
                       dtype_name(dtype) + " claims " + std::to_string(data_bytes) + " bytes");
     }

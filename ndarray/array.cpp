@@ -19,7 +19,7 @@ namespace {
 std::size_t byte_size(const Shape& shape, DType dtype) {
   detail::check_shape("NDArray", shape, dtype);
   // At least one byte, so that empty arrays still own distinct storage.
-  return std::max<std::size_t>(1, static_cast<std::size_t>(shape.size()) * dtype_size(dtype));
+  return std::max<std::size_t>(1, static_cast<std::size_t>(shape.numel()) * dtype_size(dtype));
 }
 
 }  // namespace
@@ -110,7 +110,7 @@ NDArray NDArray::reshape(const Shape& shape) const {
     dims[static_cast<std::size_t>(unknown)] = size() / known;
   }
   Shape target(dims);
-  if (overflow || (unknown >= 0 && (known == 0 || size() % known != 0)) || target.size() != size()) {
+  if (overflow || (unknown >= 0 && (known == 0 || size() % known != 0)) || target.numel() != size()) {
     throw ShapeError("reshape: cannot reshape array of shape " + shape_.tuple_str() + " (" +
                      std::to_string(size()) + " elements) into shape " + shape.tuple_str());
   }

@@ -33,7 +33,7 @@ class NDArray {
   DType dtype() const { return dtype_; }
   Context context() const;
   int ndim() const { return shape_.ndim(); }
-  std::int64_t size() const { return shape_.size(); }
+  std::int64_t size() const { return shape_.numel(); }
   bool is_none() const { return storage_ == nullptr; }
   // Same storage, offset, shape and dtype: the same array (Python's `is`).
   bool is(const NDArray& other) const;

@@ -32,7 +32,7 @@ NDArray ones_like(const NDArray& x) { return ones(x.shape(), x.context(), x.dtyp
 NDArray array(const void* data, DType data_dtype, const Shape& shape, Context ctx, DType dtype) {
   NDArray staged(shape, cpu(0), data_dtype);
   copy_across(cpu(0), staged.data(), cpu(0), data,
-              static_cast<std::size_t>(shape.size()) * dtype_size(data_dtype));
+              static_cast<std::size_t>(shape.numel()) * dtype_size(data_dtype));
   if (data_dtype != dtype) staged = staged.astype(dtype);
   return staged.as_in_context(ctx);
 }

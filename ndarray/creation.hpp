@@ -42,10 +42,10 @@ NDArray array(const void* data, DType data_dtype, const Shape& shape, Context ct
 template <class T>
 NDArray array(const std::vector<T>& values, const Shape& shape, Context ctx = current_context(),
               DType dtype = dtype_of<T>) {
-  if (static_cast<std::int64_t>(values.size()) != shape.size()) {
+  if (static_cast<std::int64_t>(values.size()) != shape.numel()) {
     throw ShapeError("array: " + std::to_string(values.size()) +
                      " values do not fill shape " + shape.tuple_str() + " (" +
-                     std::to_string(shape.size()) + " elements)");
+                     std::to_string(shape.numel()) + " elements)");
   }
   return array(values.data(), dtype_of<T>, shape, ctx, dtype);
 }

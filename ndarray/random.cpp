@@ -56,7 +56,7 @@ void check_normal(const char* op, double loc, double scale) {
 NDArray draw(const char* op, const Shape& shape, Context ctx, DType dtype, Generate generate, double p0, double p1) {
   check_dtype(op, dtype);
   detail::check_shape(op, shape, dtype);
-  const std::int64_t n = shape.size();
+  const std::int64_t n = shape.numel();
   NDArray buffer(Shape{padded_size(n)}, ctx, dtype);
   if (n > 0) (backend(ctx).*generate)(ctx, dtype, buffer.data(), padded_size(n), p0, p1, -1);
   return buffer.slice(0, n).reshape(shape);

@@ -6,7 +6,7 @@
 
 namespace mx {
 
-std::int64_t Shape::size() const {
+std::int64_t Shape::numel() const {
   std::int64_t n = 1;
   for (auto d : dims_) n *= d;
   return n;

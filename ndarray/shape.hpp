@@ -1,5 +1,6 @@
 #pragma once
-// Shape: the extent of each axis, built from {2, 3}. A 0-dimensional shape has size 1.
+// Shape: the extent of each axis, built from {2, 3}. It is a container of extents, as MXNet's TShape:
+// size() and ndim() count the axes, numel() multiplies the extents (1 for a 0-dimensional shape).
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
@@ -15,7 +16,9 @@ class Shape {
   explicit Shape(std::vector<std::int64_t> dims) : dims_(std::move(dims)) {}
 
   int ndim() const { return static_cast<int>(dims_.size()); }
-  std::int64_t size() const;  // product of the extents
+  std::size_t size() const { return dims_.size(); }  // the number of axes, as std::vector's size()
+  bool empty() const { return dims_.empty(); }
+  std::int64_t numel() const;  // product of the extents
   std::int64_t operator[](int axis) const { return dims_[static_cast<std::size_t>(axis)]; }
   std::int64_t& operator[](int axis) { return dims_[static_cast<std::size_t>(axis)]; }
   const std::vector<std::int64_t>& dims() const { return dims_; }

@@ -85,7 +85,7 @@ BroadcastIndex make_broadcast_index(const char* op, const Shape& out, const Shap
   if (a == out && b == out) {  // same shapes: one contiguous axis, without building vectors
     BroadcastIndex index;
     index.ndim = 1;
-    index.shape[0] = out.size();
+    index.shape[0] = out.numel();
     index.strides[0][0] = index.strides[1][0] = 1;
     return index;
   }

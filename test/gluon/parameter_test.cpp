@@ -23,7 +23,7 @@ using ndg_test::prefix_number;
 namespace {
 
 nd::NDArray iota(const mx::Shape& shape, double start, double step, mx::Context ctx = mx::cpu()) {
-  std::vector<float> values(static_cast<std::size_t>(shape.size()));
+  std::vector<float> values(static_cast<std::size_t>(shape.numel()));
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(start + step * static_cast<double>(i));
   return nd::array(values, shape, ctx);
 }

@@ -171,7 +171,7 @@ nn::Sequential make_mlp(const std::vector<mx::Context>& ctxs) {
   net.initialize(mx::init::Zero(), ctxs);
   std::mt19937 engine(5);
   for (auto& [name, param] : net.collect_params()) {
-    param.set_data(float32(draw(engine, param.shape().size(), -0.7, 0.7), param.shape(), mx::cpu()));
+    param.set_data(float32(draw(engine, param.shape().numel(), -0.7, 0.7), param.shape(), mx::cpu()));
   }
   return net;
 }

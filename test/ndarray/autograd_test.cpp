@@ -142,7 +142,7 @@ std::vector<nd::NDArray> make_inputs(const OpCase& c, DType dtype, mx::Context c
   std::mt19937_64 engine(seed_of(c.name));
   std::vector<nd::NDArray> vars;
   for (const Input& in : c.inputs) {
-    nd::NDArray v = nd::array(draw(engine, in.shape.size(), in.low, in.high), in.shape, ctx, dtype);
+    nd::NDArray v = nd::array(draw(engine, in.shape.numel(), in.low, in.high), in.shape, ctx, dtype);
     v.attach_grad();
     vars.push_back(v);
   }
@@ -541,7 +541,7 @@ BOOST_AUTO_TEST_CASE(gpu_gradients_of_an_mlp_match_cpu, *boost::unit_test::preco
       // One set of values on both contexts.
       net.initialize(mx::init::Zero(), std::vector<mx::Context>{mx::cpu(), gpu});
       for (auto& [name, param] : net.collect_params()) {
-        const Values values = draw(engine, param.shape().size(), -0.8, 0.8);
+        const Values values = draw(engine, param.shape().numel(), -0.8, 0.8);
         param.set_data(nd::array(values, param.shape(), mx::cpu(), DType::float32));
       }
       const mx::gluon::loss::SoftmaxCrossEntropyLoss loss;

@@ -5,6 +5,7 @@
 #include "test/support/contexts.hpp"
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -189,6 +190,30 @@ BOOST_AUTO_TEST_CASE(zero_size_arrays) {
     BOOST_TEST(values(a).empty());
     BOOST_TEST(b.asxtensor<float>().size() == 0u);
     BOOST_TEST(nd::array(std::vector<float>{}, {0, 4}, ctx).shape() == (mx::Shape{0, 4}));
+  });
+}
+
+// Shape is a container of extents: size() counts the axes (as std::vector and MXNet's
+// TShape::ndim()), iteration and indexing agree with it, numel() multiplies the extents.
+BOOST_AUTO_TEST_CASE(shape_is_a_container_of_extents) {
+  const mx::Shape s{2, 3, 4};
+  BOOST_TEST(s.size() == 3u);
+  BOOST_TEST(s.ndim() == 3);
+  BOOST_TEST(static_cast<std::size_t>(std::distance(s.begin(), s.end())) == s.size());
+  std::size_t i = 0;
+  for (const std::int64_t extent : s) BOOST_TEST(extent == s[static_cast<int>(i++)]);
+  BOOST_TEST(i == s.size());
+  BOOST_TEST(s.numel() == 24);
+  BOOST_TEST(!s.empty());
+  const mx::Shape scalar;
+  BOOST_TEST(scalar.size() == 0u);
+  BOOST_TEST(scalar.empty());
+  BOOST_TEST(scalar.numel() == 1);
+  BOOST_TEST((mx::Shape{5, 0}).numel() == 0);
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray c = nd::dot(nd::ones({2, 3}, ctx), nd::ones({3, 2}, ctx));
+    BOOST_TEST(c.shape().size() == 2u);  // a 2x2 product has two axes ...
+    BOOST_TEST(c.size() == 4);           // ... and four elements (NDArray::size, as MXNet's)
   });
 }
 

@@ -252,14 +252,14 @@ BOOST_AUTO_TEST_CASE(odd_sizes_and_shapes) {
       BOOST_TEST_CONTEXT("shape " << shape) {
         const nd::NDArray g = nd::random::normal(0, 1, shape, ctx);
         BOOST_TEST(g.shape() == shape);
-        BOOST_TEST(g.size() == shape.size());
+        BOOST_TEST(g.size() == shape.numel());
         const std::vector<float> gv = g.asvector();
         BOOST_TEST(std::all_of(gv.begin(), gv.end(), [](float v) { return std::isfinite(v) && std::abs(v) < 8; }));
         const nd::NDArray u = nd::random::uniform(-1, 1, shape, ctx);
         BOOST_TEST(u.shape() == shape);
         const std::vector<float> uv = u.asvector();
         BOOST_TEST(std::all_of(uv.begin(), uv.end(), [](float v) { return v >= -1 && v <= 1; }));
-        if (shape.size() > 1) {
+        if (shape.numel() > 1) {
           BOOST_TEST((std::adjacent_find(gv.begin(), gv.end(), std::not_equal_to<>()) != gv.end()));
         }
         // The result is an ordinary array: ops and copies see exactly its elements.
