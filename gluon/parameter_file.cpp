@@ -3,9 +3,8 @@
 #include <zlib.h>
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
+#include "context/file.hpp"
 #include "ndarray/creation.hpp"
 
 namespace mx::gluon {
@@ -20,8 +19,7 @@ void put(std::string& out, T value) {
 }
 
 std::uint32_t crc32_of(const char* data, std::size_t size) {
-  return static_cast<std::uint32_t>(crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(data),
-                                          static_cast<uInt>(size)));
+  return static_cast<std::uint32_t>(crc32_z(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(data), size));
 }
 
 // Reads fields from a byte buffer, throwing FileError with the position when it runs out.
@@ -72,15 +70,11 @@ void save_parameter_file(const std::string& path, const std::vector<std::pair<st
     std::memcpy(out.data() + at, host.data(), bytes);
   }
   put(out, crc32_of(out.data(), out.size()));
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file.write(out.data(), static_cast<std::streamsize>(out.size()));
-  if (!file) throw FileError("save_parameters: cannot write '" + path + "'");
+  write_file_atomically(path, out, "save_parameters");
 }
 
 std::vector<std::pair<std::string, nd::NDArray>> load_parameter_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw FileError("load_parameters: cannot open '" + path + "'");
-  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const std::string bytes = read_file(path, "load_parameters");
   constexpr std::size_t kMinimum = sizeof(kMagic) + 4 + 4 + 4;
   if (bytes.size() < kMinimum) {
     throw FileError("'" + path + "' is truncated: " + std::to_string(bytes.size()) +
@@ -107,20 +101,35 @@ std::vector<std::pair<std::string, nd::NDArray>> load_parameter_file(const std::
   for (std::uint32_t i = 0; i < count; ++i) {
     const auto name_size = reader.get<std::uint32_t>("a name length");
     std::string name(reader.take(name_size, "a name"), name_size);
+    // "'net.params': record 0 of 4 ('0.weight')", the prefix of every message about this entry.
+    const std::string where = "'" + path + "': record " + std::to_string(i) + " of " + std::to_string(count) +
+                              " ('" + name + "')";
     const auto dtype_code = reader.get<std::uint8_t>("a dtype");
     if (dtype_code > static_cast<std::uint8_t>(DType::uint8)) {
-      throw FileError("'" + path + "': parameter '" + name + "' has unknown dtype code " + std::to_string(dtype_code));
+      throw FileError(where + " has unknown dtype code " + std::to_string(dtype_code));
     }
     const DType dtype = static_cast<DType>(dtype_code);
     const auto ndim = reader.get<std::uint32_t>("a dimension count");
-    if (ndim > 32) throw FileError("'" + path + "': parameter '" + name + "' claims " + std::to_string(ndim) + " dimensions");
+    if (ndim > 32) throw FileError(where + " claims " + std::to_string(ndim) + " dimensions");
     std::vector<std::int64_t> dims;
     for (std::uint32_t d = 0; d < ndim; ++d) dims.push_back(reader.get<std::int64_t>("an extent"));
     const Shape shape(dims);
+    // The claimed extents are checked here, before an array is made of them: a header forged with a
+    // valid checksum is a bad file, not a bad shape.
+    std::int64_t expected_bytes = static_cast<std::int64_t>(dtype_size(dtype));
+    for (std::int64_t d : dims) {
+      if (d < 0) throw FileError(where + " claims extents " + shape.tuple_str() + ", and extents cannot be negative");
+    }
+    for (std::int64_t d : dims) {
+      if (__builtin_mul_overflow(expected_bytes, d, &expected_bytes)) {
+        throw FileError(where + " claims extents " + shape.tuple_str() + " of " + dtype_name(dtype) +
+                        ", more bytes than fit in 63 bits");
+      }
+    }
     const auto data_bytes = reader.get<std::uint64_t>("a byte count");
-    if (shape.numel() < 0 || data_bytes != static_cast<std::uint64_t>(shape.numel()) * dtype_size(dtype)) {
-      throw FileError("'" + path + "': parameter '" + name + "' of shape " + shape.tuple_str() + " " +
-                      dtype_name(dtype) + " claims " + std::to_string(data_bytes) + " bytes");
+    if (data_bytes != static_cast<std::uint64_t>(expected_bytes)) {
+      throw FileError(where + " of shape " + shape.tuple_str() + " " + dtype_name(dtype) + " claims " +
+                      std::to_string(data_bytes) + " bytes; that shape holds " + std::to_string(expected_bytes));
     }
     const char* data = reader.take(data_bytes, ("the values of '" + name + "'").c_str());
     entries.emplace_back(std::move(name), nd::array(data, dtype, shape, cpu(), dtype));

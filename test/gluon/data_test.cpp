@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -327,6 +329,14 @@ BOOST_AUTO_TEST_CASE(missing_file) {
                         "'" + dir.file("train-labels-idx1-ubyte.gz") + "'", "cannot open", "No such file");
   NDG_CHECK_THROWS_WITH(gdata::FashionMNIST(true, dir.file("nowhere")), mx::FileError,
                         dir.file("nowhere/train-images-idx3-ubyte.gz"), "No such file");
+}
+
+BOOST_AUTO_TEST_CASE(a_directory_in_place_of_a_file) {
+  const TempDir dir;
+  std::filesystem::create_directory(dir.file("train-images-idx3-ubyte.gz"));
+  write_bytes(dir.file("train-labels-idx1-ubyte.gz"), gzip(idx_labels(kFakeLabels)));
+  BOOST_CHECK_EXCEPTION(gdata::FashionMNIST(true, dir.str()), mx::FileError,
+                        ndg_test::message_has({"'" + dir.file("train-images-idx3-ubyte.gz") + "'", std::strerror(EISDIR)}));
 }
 
 BOOST_AUTO_TEST_CASE(empty_file) {

@@ -3,7 +3,11 @@
 #include "test/support/contexts.hpp"
 #include "test/support/files.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -368,6 +372,150 @@ BOOST_AUTO_TEST_CASE(saving_needs_initialized_parameters) {
   fresh.initialize(mx::init::Uniform(), mx::cpu());
   const std::string nowhere = dir.file("no_dir/x.params");
   NDG_CHECK_THROWS_WITH(fresh.save_parameters(nowhere), mx::FileError, nowhere);
+}
+
+BOOST_AUTO_TEST_CASE(loading_a_directory_is_a_file_error_naming_it) {
+  const TempDir dir;
+  nn::Sequential net = initialized_net({mx::cpu()});
+  const Snapshot before = snapshot(net);
+  // Only mx::FileError is caught: a std::ios_base::failure would fail the case.
+  BOOST_CHECK_EXCEPTION(net.load_parameters(dir.str(), mx::cpu()), mx::FileError,
+                        ndg_test::message_has({"load_parameters", "'" + dir.str() + "'", "is a directory"}));
+  check_same(snapshot(net), before);
+}
+
+BOOST_AUTO_TEST_CASE(forged_extents_are_file_errors_naming_file_record_and_extents) {
+  // Headers with a valid checksum whose extents no array can have: a FileError naming the file,
+  // the record and the extents, not a ShapeError from making the array.
+  const TempDir dir;
+  nn::Sequential source = initialized_net({mx::cpu()});
+  const std::string good = dir.file("good.params");
+  source.save_parameters(good);
+  const std::string bytes = read_bytes(good);
+  const std::string body = bytes.substr(0, bytes.size() - 4);
+  // Record 0: u32 name length, "0.weight", u8 dtype, u32 ndim = 2, i64 extents (5, 6), u64 bytes, values.
+  const std::size_t extents0 = 16 + 4 + 8 + 1 + 4;
+  BOOST_TEST_REQUIRE(body.substr(20, 8) == "0.weight");
+  // Record 1: "0.bias", ndim 1, extent 5.
+  const std::size_t record1 = extents0 + 2 * 8 + 8 + 5 * 6 * 4;
+  BOOST_TEST_REQUIRE(body.substr(record1 + 4, 6) == "0.bias");
+  const std::size_t extent1 = record1 + 4 + 6 + 1 + 4;
+  const auto forge = [&](std::size_t at, const std::vector<std::int64_t>& extents) {
+    std::string forged = body;
+    std::memcpy(forged.data() + at, extents.data(), extents.size() * 8);
+    return with_checksum(forged);
+  };
+  nn::Sequential target = initialized_net({mx::cpu()});
+  const Snapshot before = snapshot(target);
+  const auto check = [&](const std::string& label, const std::string& content, const std::vector<std::string>& parts) {
+    BOOST_TEST_CONTEXT(label) {
+      const std::string path = dir.file(label + ".params");
+      write_bytes(path, content);
+      std::vector<std::string> expected = parts;
+      expected.push_back("'" + path + "'");
+      BOOST_CHECK_EXCEPTION(target.load_parameters(path, mx::cpu()), mx::FileError, ndg_test::message_has{expected});
+      check_same(snapshot(target), before);
+    }
+  };
+  check("huge", forge(extents0, {std::int64_t{1} << 62, 4}),
+        {"record 0 of 4", "'0.weight'", "(4611686018427387904, 4)", "float32", "63 bits"});
+  check("negative", forge(extents0, {-1, -1}), {"record 0 of 4", "'0.weight'", "(-1, -1)", "negative"});
+  check("negative_bias", forge(extent1, {-5}), {"record 1 of 4", "'0.bias'", "(-5,)", "negative"});
+  // Extents that fit 63 bits but not the byte count the record gives.
+  check("other_extents", forge(extents0, {6, 5 * 1024}), {"record 0 of 4", "(6, 5120)", "120 bytes"});
+}
+
+// Saves with a file size limit (RLIMIT_FSIZE, with SIGXFSZ ignored) below the file's size: write()
+// fails with EFBIG part way through the file, as on a full disk.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    BOOST_TEST_REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_) == 0);
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limited = old_;
+    limited.rlim_cur = bytes;
+    BOOST_TEST_REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &old_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  rlimit old_{};
+  void (*old_handler_)(int) = SIG_DFL;
+};
+
+// The names in a directory.
+std::vector<std::string> listing(const TempDir& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir.str())) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_save_keeps_the_old_file_and_leaves_no_temporary_file) {
+  const TempDir dir;
+  const std::string path = dir.file("net.params");
+  nn::Sequential old_net = initialized_net({mx::cpu()});
+  old_net.save_parameters(path);
+  const std::string old_bytes = read_bytes(path);
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  // A larger net, whose file cannot be written whole under the limit.
+  nn::Sequential new_net = initialized_net({mx::cpu()});
+  new_net.add(nn::Dense(64, "", true, 3));
+  new_net.initialize(mx::init::Uniform(), mx::cpu());
+  {
+    const FileSizeLimit limit(old_bytes.size() + 100);
+    BOOST_CHECK_EXCEPTION(new_net.save_parameters(path), mx::FileError,
+                          ndg_test::message_has({"save_parameters", "'" + path + "'", std::strerror(EFBIG),
+                                                 "after " + std::to_string(old_bytes.size() + 100) + " of",
+                                                 "the existing file is unchanged"}));
+    // A new file fails the same way and is not created.
+    BOOST_CHECK_EXCEPTION(new_net.save_parameters(dir.file("new.params")), mx::FileError,
+                          ndg_test::message_has({"new.params", std::strerror(EFBIG), "no file was created"}));
+  }
+  BOOST_TEST(read_bytes(path) == old_bytes);
+  BOOST_TEST(listing(dir) == std::vector<std::string>{"net.params"}, tt::per_element());
+  // The old file still loads.
+  nn::Sequential reloaded = make_net();
+  reloaded.load_parameters(path, mx::cpu());
+  check_same(snapshot(reloaded), snapshot(old_net));
+  // Without the limit the save replaces it, keeping its permissions, and leaves nothing beside it.
+  new_net.save_parameters(path);
+  BOOST_TEST(read_bytes(path).size() > old_bytes.size());
+  BOOST_TEST(listing(dir) == std::vector<std::string>{"net.params"}, tt::per_element());
+  BOOST_TEST(static_cast<unsigned>(fs::status(path).permissions() & fs::perms::all) == 0640u);
+  nn::Sequential larger = make_net();
+  larger.add(nn::Dense(64, "", true, 3));
+  larger.load_parameters(path, mx::cpu());
+  check_same(snapshot(larger), snapshot(new_net));
+}
+
+BOOST_AUTO_TEST_CASE(saving_onto_a_directory_or_through_a_link) {
+  const TempDir dir;
+  nn::Sequential net = initialized_net({mx::cpu()});
+  // A directory in the way: refused, and left as it was.
+  const std::string folder = dir.file("folder.params");
+  fs::create_directory(folder);
+  BOOST_CHECK_EXCEPTION(net.save_parameters(folder), mx::FileError,
+                        ndg_test::message_has({"save_parameters", "'" + folder + "'", "is a directory"}));
+  BOOST_TEST(fs::is_directory(folder));
+  BOOST_TEST(listing(dir) == std::vector<std::string>{"folder.params"}, tt::per_element());
+  // A symbolic link: the file it points to is replaced, and the link stays a link.
+  const std::string real = dir.file("real.params"), link = dir.file("latest.params");
+  write_bytes(real, "old contents");
+  fs::create_symlink("real.params", link);
+  net.save_parameters(link);
+  BOOST_TEST(fs::is_symlink(link));
+  BOOST_TEST(read_bytes(real) == read_bytes(link));
+  nn::Sequential loaded = make_net();
+  loaded.load_parameters(real, mx::cpu());
+  check_same(snapshot(loaded), snapshot(net));
+  BOOST_TEST(listing(dir) == (std::vector<std::string>{"folder.params", "latest.params", "real.params"}),
+             tt::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -18,6 +18,17 @@ boost::test_tools::assertion_result needs_gpus::operator()(boost::unit_test::tes
   return result;
 }
 
+bool message_has::operator()(const std::exception& error) const {
+  const std::string message = error.what();
+  for (const std::string& part : parts) {
+    if (message.find(part) == std::string::npos) {
+      BOOST_ERROR("message \"" << message << "\" lacks \"" << part << "\"");
+      return false;
+    }
+  }
+  return true;
+}
+
 double relative_error(const std::vector<double>& a, const std::vector<double>& b) {
   double diff = 0, ref = 0;
   for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {

@@ -1,5 +1,6 @@
 #pragma once
 // Test fixtures over contexts: every numeric test runs on cpu(0) and on each visible GPU.
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,15 @@ void for_each_context(Body&& body) {
     BOOST_TEST_CONTEXT("on " << ctx.str()) { body(ctx); }
   }
 }
+
+// A predicate for BOOST_CHECK_EXCEPTION: true when the message contains every part, false (with
+// an error that shows the message and the missing part) otherwise.
+//
+//   BOOST_CHECK_EXCEPTION(f(), mx::FileError, ndg_test::message_has({path, "is a directory"}));
+struct message_has {
+  std::vector<std::string> parts;
+  bool operator()(const std::exception& error) const;
+};
 
 // Relative L2 distance ‖a − b‖ / max(‖b‖, tiny): the comparison of GPU results against CPU ones.
 double relative_error(const std::vector<double>& a, const std::vector<double>& b);
