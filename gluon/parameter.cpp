@@ -139,12 +139,18 @@ std::size_t Parameter::index_of(Context ctx, const char* what) const {
                 ", or give the layer its input size (in_units)");
   }
   if (!is_initialized()) {
-    throw Error("Parameter '" + state_->name + "' has not been initialized. Call initialize() on the block "
-                "(or its collect_params()) first");
+    throw Error("Parameter '" + state_->name + "' has not been initialized. Initialize the parameters before using "
+                "their " + what + ": call initialize() on the block, e.g. net.initialize(mx::init::Normal(0.01), "
+                "ctx), or on net.collect_params(), which holds the parameters of nested child blocks too; create "
+                "the Trainer with net.collect_params() as well");
   }
   throw Error("Parameter '" + state_->name + "' was not initialized on context " + ctx.str() +
               ". It was only initialized on " + to_string(state_->ctxs) +
               ". Initialize it on " + ctx.str() + " too, or move the input with as_in_context");
+}
+
+void Parameter::check_initialized() const {
+  if (!is_initialized() && !is_deferred()) index_of(current_context(), "data");  // throws "not initialized"
 }
 
 nd::NDArray Parameter::data(Context ctx) const { return state_->data[index_of(ctx, "data")]; }

@@ -34,6 +34,9 @@ class Parameter {
   void initialize(const init::Initializer& default_init, const std::vector<Context>& ctxs, bool force_reinit = false);
   bool is_initialized() const;
   bool is_deferred() const;
+  // Throws mx::Error naming the parameter and saying to call initialize() unless it was: its data
+  // exists or waits for its shape (deferred).
+  void check_initialized() const;
   // Sets the unknown extents and completes a deferred initialisation. Throws mx::ShapeError when a
   // known extent disagrees.
   void infer_shape(const Shape& shape);

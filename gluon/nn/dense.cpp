@@ -48,6 +48,7 @@ nd::NDArray Dense::forward(const nd::NDArray& x) {
   }
   const nd::NDArray flat = x.flatten();  // (batch, in_units)
   Parameter w = weight();
+  w.check_initialized();  // before the shapes: a weight never initialised has no in_units to compare
   const std::int64_t in_units = flat.shape()[1];
   if (w.is_deferred()) {
     w.infer_shape(Shape{units_, in_units});

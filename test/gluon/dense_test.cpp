@@ -286,6 +286,36 @@ BOOST_AUTO_TEST_CASE(input_on_a_second_gpu_without_parameters, *boost::unit_test
                         "gpu(1)", "[cpu(0), gpu(0)]");
 }
 
+BOOST_AUTO_TEST_CASE(forward_before_initialize_names_the_parameter_and_initialize) {
+  // A net run before initialize(): an mx::Error (not a shape error about the unknown in_units)
+  // naming the weight and what to call, and the net is left as it was.
+  const nd::NDArray x = nd::ones({1, 3});
+  nn::Sequential net;
+  net.add(nn::Dense(2));
+  const gluon::Parameter weight = net.at<nn::Dense>(0).weight();
+  const auto not_initialized = [&](const std::string& name) {
+    return [name](const mx::Error& e) {
+      BOOST_TEST(!dynamic_cast<const mx::ShapeError*>(&e), "a ShapeError: " << e.what());
+      return ndg_test::message_has({"Parameter '" + name + "' has not been initialized", "initialize()",
+                                    "collect_params()"})(e);
+    };
+  };
+  BOOST_CHECK_EXCEPTION(net(x), mx::Error, not_initialized(weight.name()));
+  BOOST_TEST(!weight.is_initialized());
+  BOOST_TEST(!weight.is_deferred());
+  BOOST_TEST(weight.shape() == (mx::Shape{2, 0}));
+  // A layer given its input size says the same, also for an input of another size.
+  nn::Dense sized(2, "", true, 5);
+  BOOST_CHECK_EXCEPTION(sized(x), mx::Error, not_initialized(sized.weight().name()));
+  BOOST_CHECK_EXCEPTION(sized(nd::ones({1, 5})), mx::Error, not_initialized(sized.weight().name()));
+  // Initialised, the same calls run.
+  net.initialize(mx::init::Uniform(), mx::cpu());
+  BOOST_TEST(net(x).shape() == (mx::Shape{1, 2}));
+  BOOST_TEST(weight.shape() == (mx::Shape{2, 3}));
+  sized.initialize(mx::init::Uniform(), mx::cpu());
+  BOOST_TEST(sized(nd::ones({1, 5})).shape() == (mx::Shape{1, 2}));
+}
+
 BOOST_AUTO_TEST_CASE(wrong_feature_count_is_a_shape_error) {
   ndg_test::for_each_context([](mx::Context ctx) {
     nn::Dense layer(4, "", true, 3);
