@@ -1,5 +1,6 @@
 #include "gluon/optimizer.hpp"
 
+#include <charconv>
 #include <cmath>
 
 #include "ndarray/backend.hpp"
@@ -40,7 +41,49 @@ nd::NDArray& state_for(const char* op, std::map<StateKey, nd::NDArray>& states, 
   return state;
 }
 
+// The shortest text that reads back as value: "-1", "0.1", "nan", "inf".
+std::string number(double value) {
+  char text[32];
+  const auto result = std::to_chars(text, text + sizeof(text), value);
+  return std::string(text, result.ptr);
+}
+
+// Throws unless value is finite and >= 0. `label` names it as PyTorch does ("learning rate").
+void check_non_negative(const char* optimizer, const char* label, const char* name, double value) {
+  if (!(std::isfinite(value) && value >= 0)) {
+    throw ValueError(std::string(optimizer) + ": Invalid " + label + ": " + number(value) + " (" + name +
+                     " must be a finite number >= 0)");
+  }
+}
+
+// Throws unless 0 <= value < 1.
+void check_fraction(const char* optimizer, const char* name, double value) {
+  if (!(value >= 0 && value < 1)) {
+    throw ValueError(std::string(optimizer) + ": Invalid " + name + " value: " + number(value) + " (" + name +
+                     " must be in [0, 1))");
+  }
+}
+
 }  // namespace
+
+void Optimizer::check_common_params() const {
+  check_non_negative(name_, "learning rate", "learning_rate", lr_);
+  check_non_negative(name_, "weight decay", "wd", wd_);
+  if (std::isnan(clip_)) {
+    throw ValueError(std::string(name_) + ": Invalid clip_gradient value: " + number(clip_) +
+                     " (a positive clip_gradient clips gradients to [-clip_gradient, clip_gradient]; zero or a "
+                     "negative one turns clipping off)");
+  }
+  if (!std::isfinite(rescale_)) {
+    throw ValueError(std::string(name_) + ": Invalid rescale_grad value: " + number(rescale_) +
+                     " (rescale_grad must be a finite number)");
+  }
+}
+
+void Optimizer::set_learning_rate(double lr) {
+  check_non_negative(name_, "learning rate", "learning_rate", lr);
+  lr_ = lr;
+}
 
 void Optimizer::check_update(const char* op, const nd::NDArray& weight, const nd::NDArray& grad) {
   nd::detail::check_same_context(op, weight, grad);
@@ -60,9 +103,11 @@ functors::OptimizerStep Optimizer::common_step() const {
   return step;
 }
 
-SGD::SGD(const HyperParams& params) {
+SGD::SGD(const HyperParams& params) : Optimizer("sgd") {
   read_params("sgd", params, {{"learning_rate", &lr_}, {"wd", &wd_}, {"clip_gradient", &clip_},
                               {"rescale_grad", &rescale_}, {"momentum", &momentum_}});
+  check_common_params();
+  check_fraction("sgd", "momentum", momentum_);
 }
 
 void SGD::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) {
@@ -73,11 +118,15 @@ void SGD::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& gr
   backend(weight.context()).sgd_update(weight.context(), weight.dtype(), weight.data(), grad.data(), mom, weight.size(), step);
 }
 
-Adam::Adam(const HyperParams& params) {
+Adam::Adam(const HyperParams& params) : Optimizer("adam") {
   lr_ = 0.001;
   read_params("adam", params, {{"learning_rate", &lr_}, {"wd", &wd_}, {"clip_gradient", &clip_},
                                {"rescale_grad", &rescale_}, {"beta1", &beta1_}, {"beta2", &beta2_},
                                {"epsilon", &epsilon_}});
+  check_common_params();
+  check_fraction("adam", "beta1", beta1_);
+  check_fraction("adam", "beta2", beta2_);
+  check_non_negative("adam", "epsilon value", "epsilon", epsilon_);
 }
 
 void Adam::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) {

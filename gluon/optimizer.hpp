@@ -27,19 +27,28 @@ class Optimizer {
   // key. State follows its weight to another context (Parameter::reset_ctx) or dtype.
   virtual void update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) = 0;
   double learning_rate() const { return lr_; }
-  void set_learning_rate(double lr) { lr_ = lr; }
+  // Throws mx::ValueError naming the value, and keeps the old rate, unless lr is finite and >= 0.
+  void set_learning_rate(double lr);
   void set_rescale_grad(double rescale) { rescale_ = rescale; }
 
   // "sgd" or "adam" with hyper-parameters (learning_rate, wd, clip_gradient, rescale_grad, and
-  // momentum / beta1, beta2, epsilon). Unknown names throw mx::ValueError listing the valid ones.
+  // momentum / beta1, beta2, epsilon). Unknown names throw mx::ValueError listing the valid ones;
+  // so does a value out of its range, naming it (as PyTorch's "Invalid learning rate: -1"):
+  // learning_rate, wd and epsilon must be finite and >= 0, momentum, beta1 and beta2 in [0, 1),
+  // rescale_grad finite, clip_gradient a number (a positive one clips the rescaled gradient to
+  // [-clip_gradient, clip_gradient]; zero or a negative one, the default, turns clipping off).
   static std::unique_ptr<Optimizer> create(const std::string& name, const HyperParams& params);
 
   // Throws unless grad can update weight: the same context, shape and floating-point dtype.
   static void check_update(const char* op, const nd::NDArray& weight, const nd::NDArray& grad);
 
  protected:
+  explicit Optimizer(const char* name = "optimizer") : name_(name) {}
   // The hyper-parameters every optimizer shares, as a kernel step.
   functors::OptimizerStep common_step() const;
+  // Throws mx::ValueError naming the first of the shared hyper-parameters that is out of range.
+  void check_common_params() const;
+  const char* name_;  // "sgd", as create() knows it; names the optimizer in errors
   double lr_ = 0.01, wd_ = 0, clip_ = -1, rescale_ = 1;
 };
 

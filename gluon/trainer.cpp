@@ -1,5 +1,6 @@
 #include "gluon/trainer.hpp"
 
+#include "context/device.hpp"
 #include "context/error.hpp"
 
 namespace mx::gluon {
@@ -9,14 +10,35 @@ namespace {
 nd::ReduceAlgo algo_for_kvstore(const std::string& kvstore) {
   if (kvstore == "device") return nd::ReduceAlgo::automatic;
   if (kvstore == "nccl") {
+    if (!built_with_cuda()) {
+      throw ValueError("Trainer: kvstore 'nccl' needs a build with CUDA and NCCL, but this ndgluon was built "
+                       "without CUDA (-Dcuda=disabled, or no CUDA toolkit found); use kvstore 'device'");
+    }
     if (!nd::built_with_nccl()) {
-      throw ValueError("Trainer: kvstore 'nccl' needs a build with NCCL (reconfigure with -Dnccl=enabled where "
-                       "NCCL is installed), or use kvstore 'device'");
+      throw ValueError("Trainer: kvstore 'nccl' needs a build with NCCL, but this CUDA build of ndgluon has none "
+                       "(-Dnccl=disabled, or NCCL not found): reconfigure with -Dnccl=enabled where NCCL is "
+                       "installed, or use kvstore 'device' (peer copies between GPUs)");
     }
     return nd::ReduceAlgo::nccl;
   }
   if (kvstore == "p2p") return nd::ReduceAlgo::peer;
   throw ValueError("Trainer: unknown kvstore '" + kvstore + "'; valid: device, nccl, p2p");
+}
+
+// kvstore 'nccl': every trained parameter's copies on GPUs (those not yet initialised are checked
+// by the step that finds them initialised).
+void check_on_gpus(const char* op, const ParameterDict& params) {
+  for (const auto& [name, param] : params) {
+    if (param.grad_req() == "null") continue;
+    const std::vector<Context> ctxs = param.list_ctx();
+    for (Context ctx : ctxs) {
+      if (ctx.is_gpu()) continue;
+      throw ValueError(std::string(op) + ": kvstore 'nccl' sums gradients with NCCL, which needs every copy on a "
+                       "GPU, but parameter '" + name + "' is on " + to_string(ctxs) +
+                       ". Initialize it on GPUs only (e.g. on mx::try_all_gpus()), or use kvstore 'device', which "
+                       "sums copies on any context");
+    }
+  }
 }
 
 }  // namespace
@@ -25,6 +47,7 @@ Trainer::Trainer(ParameterDict params, const std::string& optimizer, const Hyper
                  const std::string& kvstore)
     : params_(std::move(params)), optimizer_(Optimizer::create(optimizer, optimizer_params)),
       reduce_algo_(algo_for_kvstore(kvstore)) {
+  if (reduce_algo_ == nd::ReduceAlgo::nccl) check_on_gpus("Trainer", params_);
   const auto it = optimizer_params.find("rescale_grad");
   if (it != optimizer_params.end()) rescale_grad_ = it->second;
 }
@@ -39,6 +62,7 @@ void Trainer::check_ready(const char* op, std::int64_t batch_size) const {
     const std::vector<nd::NDArray> grads = param.list_grad();
     for (std::size_t i = 0; i < data.size(); ++i) Optimizer::check_update(op, data[i], grads[i]);
   }
+  if (reduce_algo_ == nd::ReduceAlgo::nccl) check_on_gpus(op, params_);
 }
 
 void Trainer::allreduce_grads() {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -480,6 +481,59 @@ BOOST_AUTO_TEST_CASE(unknown_optimizer_and_hyper_parameter_list_the_valid_names)
   check_close(w.data(mx::cpu()), {1, 1}, 0, 0);
 }
 
+BOOST_AUTO_TEST_CASE(hyper_parameters_out_of_range_are_value_errors_naming_the_value) {
+  gluon::Parameter w = make_parameter("w", {2}, {1, -1}, {mx::cpu()});
+  gluon::ParameterDict dict;
+  dict.add(w);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    std::string optimizer;
+    gluon::HyperParams params;
+    std::vector<std::string> parts;
+  };
+  const std::vector<Case> cases = {
+      {"sgd", {{"learning_rate", -1}}, {"sgd", "Invalid learning rate: -1", "learning_rate", ">= 0"}},
+      {"sgd", {{"learning_rate", nan}}, {"Invalid learning rate: nan"}},
+      {"adam", {{"learning_rate", inf}}, {"adam", "Invalid learning rate: inf"}},
+      {"sgd", {{"wd", -0.5}}, {"Invalid weight decay: -0.5", "wd"}},
+      {"adam", {{"wd", nan}}, {"Invalid weight decay: nan"}},
+      {"sgd", {{"momentum", 1}}, {"Invalid momentum value: 1", "[0, 1)"}},
+      {"sgd", {{"momentum", -0.1}}, {"Invalid momentum value: -0.1"}},
+      {"sgd", {{"momentum", nan}}, {"Invalid momentum value: nan"}},
+      {"adam", {{"beta1", 1}}, {"adam", "Invalid beta1 value: 1", "[0, 1)"}},
+      {"adam", {{"beta1", -0.25}}, {"Invalid beta1 value: -0.25"}},
+      {"adam", {{"beta2", 1.5}}, {"Invalid beta2 value: 1.5"}},
+      {"adam", {{"beta2", nan}}, {"Invalid beta2 value: nan"}},
+      {"adam", {{"epsilon", -1e-08}}, {"Invalid epsilon value: -1e-08", "epsilon"}},
+      {"sgd", {{"clip_gradient", nan}}, {"Invalid clip_gradient value: nan", "turns clipping off"}},
+      {"adam", {{"rescale_grad", inf}}, {"Invalid rescale_grad value: inf"}},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.optimizer << " with " << c.params.begin()->first << " = " << c.params.begin()->second) {
+      BOOST_CHECK_EXCEPTION(gluon::Trainer(dict, c.optimizer, c.params), mx::ValueError, ndg_test::message_has{c.parts});
+      BOOST_CHECK_EXCEPTION(gluon::Optimizer::create(c.optimizer, c.params), mx::ValueError,
+                            ndg_test::message_has{c.parts});
+    }
+  }
+  // The edges of each range are accepted; a negative clip_gradient turns clipping off, as in MXNet.
+  BOOST_CHECK_NO_THROW(gluon::Trainer(dict, "sgd", {{"learning_rate", 0}, {"wd", 0}, {"momentum", 0}}));
+  BOOST_CHECK_NO_THROW(gluon::Trainer(dict, "sgd", {{"momentum", 0.999}, {"clip_gradient", -1}}));
+  BOOST_CHECK_NO_THROW(gluon::Trainer(dict, "adam", {{"beta1", 0}, {"beta2", 0}, {"epsilon", 0}, {"clip_gradient", inf}}));
+  gluon::Trainer unclipped(dict, "sgd", {{"learning_rate", 1.0}, {"clip_gradient", -1}});
+  set_grad(w, mx::cpu(), {4, -6});
+  unclipped.step(2);
+  check_close(w.data(mx::cpu()), {-1, 2}, 0, 0);
+  // A bad rate set later is refused and the old one kept.
+  gluon::Trainer trainer(dict, "sgd", {{"learning_rate", 0.1}});
+  BOOST_CHECK_EXCEPTION(trainer.set_learning_rate(-0.5), mx::ValueError,
+                        ndg_test::message_has({"Invalid learning rate: -0.5"}));
+  BOOST_CHECK_EXCEPTION(trainer.set_learning_rate(nan), mx::ValueError, ndg_test::message_has({"nan"}));
+  BOOST_TEST(trainer.learning_rate() == 0.1);
+  // The refused Trainers changed nothing: the weight is where the one step above left it.
+  check_close(w.data(mx::cpu()), {-1, 2}, 0, 0);
+  check_close(w.grad(mx::cpu()), {4, -6}, 0, 0);
+}
+
 BOOST_AUTO_TEST_CASE(a_failed_step_changes_no_parameter) {
   // Every parameter is checked before the first is summed or updated: an uninitialised parameter
   // after `w` in the dict leaves `w` and its gradients as they were.
@@ -636,9 +690,59 @@ BOOST_AUTO_TEST_CASE(unknown_kvstore_lists_the_valid_ones) {
   dict.add(w);
   NDG_CHECK_THROWS_WITH(gluon::Trainer(dict, "sgd", {}, "dist_sync"), mx::ValueError, "dist_sync", "device", "nccl",
                         "p2p");
-  if (!nd::built_with_nccl()) {
-    NDG_CHECK_THROWS_WITH(gluon::Trainer(dict, "sgd", {}, "nccl"), mx::ValueError, "needs a build with NCCL");
+}
+
+BOOST_AUTO_TEST_CASE(kvstore_nccl_needs_a_build_with_nccl_and_every_copy_on_a_gpu) {
+  gluon::Parameter w = make_parameter("w", {2}, {1, 2}, {mx::cpu()});
+  gluon::ParameterDict dict;
+  dict.add(w);
+  if (!mx::built_with_cuda()) {
+    BOOST_CHECK_EXCEPTION(gluon::Trainer(dict, "sgd", {}, "nccl"), mx::ValueError,
+                          ndg_test::message_has({"kvstore 'nccl'", "built without CUDA", "-Dcuda=disabled", "'device'"}));
+    return;
   }
+  if (!nd::built_with_nccl()) {
+    BOOST_CHECK_EXCEPTION(gluon::Trainer(dict, "sgd", {}, "nccl"), mx::ValueError,
+                          ndg_test::message_has({"kvstore 'nccl'", "CUDA build", "has none", "-Dnccl=enabled"}));
+    return;
+  }
+  // A parameter on cpu(0): refused at once, naming it and its contexts.
+  BOOST_CHECK_EXCEPTION(gluon::Trainer(dict, "sgd", {{"learning_rate", 1.0}}, "nccl"), mx::ValueError,
+                        ndg_test::message_has({"kvstore 'nccl'", "every copy on a GPU", "parameter 'w'", "[cpu(0)]",
+                                               "'device'"}));
+  // A frozen one is not summed, and may stay there.
+  gluon::Parameter frozen("frozen", {2}, DType::float32, "null");
+  frozen.initialize(mx::init::Zero(), {mx::cpu()});
+  gluon::ParameterDict frozen_only;
+  frozen_only.add(frozen);
+  BOOST_CHECK_NO_THROW(gluon::Trainer(frozen_only, "sgd", {}, "nccl"));
+  // One initialised after the Trainer was made is refused by the step, which changes nothing.
+  gluon::Parameter late("late", {2});
+  gluon::ParameterDict later;
+  later.add(late);
+  gluon::Trainer trainer(later, "sgd", {{"learning_rate", 1.0}}, "nccl");
+  late.initialize(mx::init::One(), {mx::cpu()});
+  set_grad(late, mx::cpu(), {1, 2});
+  BOOST_CHECK_EXCEPTION(trainer.step(1), mx::ValueError,
+                        ndg_test::message_has({"Trainer::step", "kvstore 'nccl'", "parameter 'late'", "[cpu(0)]"}));
+  check_close(late.data(mx::cpu()), {1, 1}, 0, 0);
+  check_close(late.grad(mx::cpu()), {1, 2}, 0, 0);
+}
+
+BOOST_AUTO_TEST_CASE(kvstore_nccl_refuses_a_parameter_on_cpu_and_gpu,
+                     *boost::unit_test::precondition(ndg_test::needs_gpus{1})) {
+  if (!nd::built_with_nccl()) return;  // the build check has its own case
+  gluon::Parameter w = make_parameter("w", {2}, {1, 2}, {mx::gpu(0), mx::cpu()});
+  gluon::ParameterDict dict;
+  dict.add(w);
+  BOOST_CHECK_EXCEPTION(gluon::Trainer(dict, "sgd", {}, "nccl"), mx::ValueError,
+                        ndg_test::message_has({"parameter 'w'", "[gpu(0), cpu(0)]"}));
+  // On the GPU alone it is accepted and steps.
+  w.reset_ctx({mx::gpu(0)});
+  gluon::Trainer trainer(dict, "sgd", {{"learning_rate", 1.0}}, "nccl");
+  set_grad(w, mx::gpu(0), {0.5, 0.5});
+  trainer.step(1);
+  check_close(w.data(mx::gpu(0)), {0.5, 1.5});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
