@@ -30,7 +30,12 @@ bool is_training() { return training; }
 
 void mark_variable(nd::NDArray& x, const nd::NDArray& grad, const std::string& grad_req) {
   nd::detail::check_not_none("attach_grad", x);
-  if (grad.shape() != x.shape() || grad.dtype() != x.dtype() || grad.context() != x.context()) {
+  if (grad.context() != x.context()) {
+    throw ContextMismatch("attach_grad: gradient buffer " + nd::detail::describe(grad) +
+                          " is on another context than the array " + nd::detail::describe(x) +
+                          ". Allocate it there, e.g. nd::zeros_like(x)");
+  }
+  if (grad.shape() != x.shape() || grad.dtype() != x.dtype()) {
     throw ShapeError("attach_grad: gradient buffer " + nd::detail::describe(grad) + " does not match the array " +
                      nd::detail::describe(x));
   }
@@ -91,10 +96,23 @@ void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
     throw Error("backward: " + nd::detail::describe(head) +
                 " was not computed inside autograd::record() from arrays with attach_grad()");
   }
-  if (!head_grad.is_none() && (head_grad.shape() != head.shape() || head_grad.dtype() != head.dtype() ||
-                                head_grad.context() != head.context())) {
-    throw ShapeError("backward: head gradient " + nd::detail::describe(head_grad) + " does not match " +
-                     nd::detail::describe(head));
+  if (!head_grad.is_none()) {
+    // In the order the ops check their operands: context, dtype, shape.
+    if (head_grad.context() != head.context()) {
+      throw ContextMismatch("backward: the head gradient " + nd::detail::describe(head_grad) +
+                            " is on another context than the array " + nd::detail::describe(head) +
+                            ". Move it first, e.g. head_grad.copyto(" + head.context().str() +
+                            ") or head_grad.as_in_context(" + head.context().str() + ")");
+    }
+    if (head_grad.dtype() != head.dtype()) {
+      throw DTypeError("backward: the head gradient " + nd::detail::describe(head_grad) +
+                       " has another dtype than the array " + nd::detail::describe(head) +
+                       ". Convert it first, e.g. head_grad.astype(mx::DType::" + dtype_name(head.dtype()) + ")");
+    }
+    if (head_grad.shape() != head.shape()) {
+      throw ShapeError("backward: the head gradient " + nd::detail::describe(head_grad) +
+                       " does not match the shape of the array " + nd::detail::describe(head));
+    }
   }
   auto scope = pause(is_training());
   std::unordered_map<Node*, nd::NDArray> grads;

@@ -49,11 +49,15 @@ class Scope {
 bool is_recording();
 bool is_training();
 
-// Marks x as a variable whose gradient goes into `grad` (same shape, dtype and context).
+// Marks x as a variable whose gradient goes into `grad` (same shape, dtype and context: else
+// mx::ContextMismatch or mx::ShapeError).
 // grad_req "write" overwrites at each backward, "add" accumulates.
 void mark_variable(nd::NDArray& x, const nd::NDArray& grad, const std::string& grad_req = "write");
 
-// Gradient of `head` (default: ones) with respect to every variable it was computed from.
+// Gradient of `head` (default: ones) with respect to every variable it was computed from. A
+// head_grad on another context than head throws mx::ContextMismatch, of another dtype
+// mx::DTypeError, of another shape mx::ShapeError, each naming both arrays, before any gradient
+// is written.
 void backward(const nd::NDArray& head, const nd::NDArray& head_grad = nd::NDArray());
 
 // For op front ends: when recording and some input needs a gradient, attaches to `out` a node

@@ -690,7 +690,7 @@ BOOST_AUTO_TEST_CASE(backward_with_a_head_gradient) {
     const nd::NDArray y = x * 2.0;
     NDG_CHECK_THROWS_WITH(y.backward(nd::ones({4}, ctx)), mx::ShapeError, "(4,)", "(2, 2)");
     // So is one of another dtype, named before any gradient is written.
-    NDG_CHECK_THROWS_WITH(y.backward(nd::ones({2, 2}, ctx, DType::float64)), mx::ShapeError, "backward", "float64",
+    NDG_CHECK_THROWS_WITH(y.backward(nd::ones({2, 2}, ctx, DType::float64)), mx::DTypeError, "backward", "float64",
                           "float32");
     BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{6, 12, 18, 24}), tt::per_element());
   });
@@ -838,6 +838,50 @@ BOOST_AUTO_TEST_CASE(astype_passes_the_gradient_back_in_the_source_dtype) {
     BOOST_TEST(x.grad().dtype() == DType::float64);
     BOOST_TEST(x.grad().asvector<double>() == (Values{2, -5, 12}), tt::per_element());
   });
+}
+
+BOOST_AUTO_TEST_CASE(head_gradient_checks_come_in_the_order_of_the_ops) {
+  // As the binary ops: the context first, then the dtype, then the shape; each error names both
+  // arrays, and no gradient is written.
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray x = nd::array({1, 2}, ctx);
+    x.attach_grad();
+    auto scope = ag::record();
+    const nd::NDArray y = x * 2.0;
+    BOOST_CHECK_EXCEPTION(y.backward(nd::ones({3}, ctx, DType::float64)), mx::DTypeError,
+                          ndg_test::message_has({"backward", "(3,) float64 @" + ctx.str(), "(2,) float32 @" + ctx.str(),
+                                                 "astype(mx::DType::float32)"}));
+    BOOST_CHECK_EXCEPTION(y.backward(nd::ones({3}, ctx)), mx::ShapeError,
+                          ndg_test::message_has({"backward", "(3,) float32 @" + ctx.str(), "(2,) float32 @" + ctx.str()}));
+    BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{0, 0}), tt::per_element());
+    y.backward(nd::array({1, -1}, ctx));
+    BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{2, -2}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(head_gradient_on_another_context_is_a_context_mismatch,
+                     *boost::unit_test::precondition(ndg_test::needs_gpus{1})) {
+  nd::NDArray x = nd::array({1, 2}, mx::gpu(0));
+  x.attach_grad();
+  auto scope = ag::record();
+  const nd::NDArray y = x * 2.0;
+  const auto mismatch = [](const std::string& head_grad) {
+    return ndg_test::message_has({"backward", head_grad, "(2,) float32 @gpu(0)", "copyto(gpu(0))",
+                                  "as_in_context(gpu(0))"});
+  };
+  // The shapes agree: the context is what is wrong.
+  BOOST_CHECK_EXCEPTION(y.backward(nd::ones({2}, mx::cpu())), mx::ContextMismatch, mismatch("(2,) float32 @cpu(0)"));
+  // Checked before the dtype and the shape, as the ops check their operands.
+  BOOST_CHECK_EXCEPTION(y.backward(nd::ones({3}, mx::cpu(), DType::float64)), mx::ContextMismatch,
+                        mismatch("(3,) float64 @cpu(0)"));
+  BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{0, 0}), tt::per_element());
+  // The fix the message gives works.
+  y.backward(nd::array({1, -1}, mx::cpu()).as_in_context(mx::gpu(0)));
+  BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{2, -2}), tt::per_element());
+  // A gradient buffer on another context than its variable is refused the same way.
+  nd::NDArray z = nd::ones({2}, mx::gpu(0));
+  BOOST_CHECK_EXCEPTION(ag::mark_variable(z, nd::zeros({2}, mx::cpu())), mx::ContextMismatch,
+                        ndg_test::message_has({"attach_grad", "@cpu(0)", "@gpu(0)"}));
 }
 
 BOOST_AUTO_TEST_CASE(gradients_stay_on_the_variable_context) {
