@@ -1,4 +1,5 @@
-// main() of every ndgluon test program. It runs Boost.Test, then
+// main() of every ndgluon test program. It names the master suite after the program (test_ndarray
+// runs the suite "ndarray"), runs Boost.Test, then
 // - exits 77 when every case was skipped (meson test shows SKIP), e.g. GPU suites without a GPU;
 // - appends "name passed failed skipped" to $NDG_TEST_COUNTS when set, which .ci/run sums into
 //   its closing line "N passed, N failed, N skipped".
@@ -14,15 +15,21 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <string>
 
 namespace {
+std::string suite_name;  // the program's name without "test_"
+
 bool init_suite() {
-  boost::unit_test::framework::master_test_suite().p_name.value = NDG_TEST_SUITE;
+  boost::unit_test::framework::master_test_suite().p_name.value = suite_name;
   return true;
 }
 }  // namespace
 
 int main(int argc, char* argv[]) {
+  suite_name = argc > 0 ? argv[0] : "test";
+  suite_name = suite_name.substr(suite_name.find_last_of('/') + 1);
+  if (suite_name.rfind("test_", 0) == 0) suite_name.erase(0, 5);
   const int status = boost::unit_test::unit_test_main(&init_suite, argc, argv);
   const auto& results =
       boost::unit_test::results_collector.results(boost::unit_test::framework::master_test_suite().p_id);
@@ -30,9 +37,9 @@ int main(int argc, char* argv[]) {
   const auto failed = results.p_test_cases_failed.get() + results.p_test_cases_aborted.get();
   const auto skipped = results.p_test_cases_skipped.get();
   if (const char* path = std::getenv("NDG_TEST_COUNTS")) {
-    std::ofstream(path, std::ios::app) << NDG_TEST_SUITE << ' ' << passed << ' ' << failed << ' ' << skipped << '\n';
+    std::ofstream(path, std::ios::app) << suite_name << ' ' << passed << ' ' << failed << ' ' << skipped << '\n';
   }
-  std::printf("%s: %lu passed, %lu failed, %lu skipped\n", NDG_TEST_SUITE, static_cast<unsigned long>(passed),
+  std::printf("%s: %lu passed, %lu failed, %lu skipped\n", suite_name.c_str(), static_cast<unsigned long>(passed),
               static_cast<unsigned long>(failed), static_cast<unsigned long>(skipped));
   if (status == 0 && passed == 0 && failed == 0 && skipped > 0) return 77;
   return status;
