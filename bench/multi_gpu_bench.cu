@@ -10,6 +10,7 @@
 #include <nccl.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 
 #include "bench/bench_util.hpp"
 #include "bench/cuda_check.hpp"
+#include "tutorials/cli.hpp"
 
 namespace nd = mx::nd;
 namespace nn = mx::gluon::nn;
@@ -97,7 +99,11 @@ double raw_all_reduce_seconds(int devices, std::size_t count) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{"Multi-GPU benchmarks (2 or more GPUs): data-parallel MLP training on 1, 2 and 4 GPUs, and a "
+               "256 MiB all-reduce through NCCL and peer copies against a raw ncclAllReduce. No options."};
+  if (const std::optional<int> exit_code = cli::parse(app, argc, argv)) return *exit_code;
+
   const int gpus = mx::num_gpus();
   if (gpus < 2) {
     std::printf("%d GPU(s) visible: the multi-GPU benchmarks need 2 or more\n", gpus);

@@ -10,12 +10,14 @@
 #include <curand.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include <ndarray/ndarray.hpp>
 
 #include "bench/bench_util.hpp"
 #include "bench/cuda_check.hpp"
+#include "tutorials/cli.hpp"
 
 namespace nd = mx::nd;
 
@@ -43,11 +45,18 @@ void nd_sync() { nd::waitall(); }
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{"Foundation benchmarks on gpu(0): each ndgluon op against the raw CUDA library call it stands on "
+               "(cudaMemcpy, cuBLAS, cuRAND, cudaMemcpyPeer) and against PyTorch, measured in one run. "
+               "Run from the source root: build/bench/ndarray_bench bench/torch_peer.py"};
+  std::string peer_script = "bench/torch_peer.py";
+  app.add_option("torch_peer", peer_script, "the PyTorch peer script, run with python3 (a path from the working directory)")
+      ->capture_default_str()
+      ->check(CLI::ExistingFile);
+  if (const std::optional<int> exit_code = cli::parse(app, argc, argv)) return *exit_code;
   if (mx::num_gpus() == 0) {
     std::printf("no GPU visible: the benchmarks need one\n");
     return 77;
   }
-  const std::string peer_script = argc > 1 ? argv[1] : "bench/torch_peer.py";
   std::vector<bench::Row> rows;
   const mx::Context gpu0 = mx::gpu(0);
   std::printf("device: %s, ndgluon vs raw CUDA libraries vs PyTorch\n", mx::gpu_name(0).c_str());

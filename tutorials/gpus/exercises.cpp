@@ -8,9 +8,12 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include <gluon/nn.hpp>
 #include <ndarray/ndarray.hpp>
+
+#include "tutorials/cli.hpp"
 
 namespace nd = mx::nd;
 namespace nn = mx::gluon::nn;
@@ -72,7 +75,7 @@ void exercise2(mx::Context gpu) {
   dense.weight().set_data(nd::ones(dense.weight().shape(), mx::cpu()));  // written from the host
   std::printf("after set_data(ones) from cpu(0): sum of the weight on %s = %.1f (expected %lld)\n",
               gpu.str().c_str(), dense.weight().data().sum().asscalar<float>(),
-              static_cast<long long>(dense.weight().shape().size()));
+              static_cast<long long>(dense.weight().shape().numel()));
   const auto path = (std::filesystem::temp_directory_path() / "ndgluon_exercise2.params").string();
   const double save_ms = time_ms([&] { net.save_parameters(path); }, 5);
   const double load_ms = time_ms([&] { net.load_parameters(path, gpu); }, 5);
@@ -147,7 +150,12 @@ void exercise4() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{"D2L section 4.6, exercises 1-4, answered by measurement: CPU vs GPU matrix products, model "
+               "parameters on a GPU, logging a norm per step vs once, two GPUs vs one. Runs on gpu(0) when there "
+               "is one, else on cpu(0) alone. No options."};
+  if (const std::optional<int> exit_code = cli::parse(app, argc, argv)) return *exit_code;
+
   mx::random::seed(1);
   const mx::Context gpu = mx::try_gpu();
   if (gpu.is_cpu()) std::printf("No GPU visible: the GPU columns below run on cpu(0) too.\n");

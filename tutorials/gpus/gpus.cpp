@@ -2,9 +2,12 @@
 // It runs on whatever is there: two GPUs, one, or none (try_gpu falls back to cpu(0)).
 // Each cell prints its code as a comment line, then what the book's notebook prints.
 #include <iostream>
+#include <optional>
 
 #include <gluon/nn.hpp>
 #include <ndarray/ndarray.hpp>
+
+#include "tutorials/cli.hpp"
 
 namespace nd = mx::nd;
 namespace nn = mx::gluon::nn;
@@ -15,7 +18,11 @@ void cell(const char* title) { std::cout << "\n### " << title << "\n"; }
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{"D2L section 4.6 \"GPUs\" (MXNet edition), cell by cell: each cell prints its code as a comment "
+               "line, then what the book's notebook prints. Runs on two GPUs, one, or none (cpu(0)). No options."};
+  if (const std::optional<int> exit_code = cli::parse(app, argc, argv)) return *exit_code;
+
   mx::random::seed(42);  // the book's values are random; fix them so the output can be compared
 
   // ---- 4.6.1 Computing Devices -----------------------------------------------------------

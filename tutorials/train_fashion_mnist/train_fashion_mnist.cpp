@@ -4,20 +4,22 @@
 //   train_fashion_mnist [--gpus N | --ctx cpu|gpu|gpu:N] [--model softmax|mlp|both] [--epochs 10]
 //                       [--lr LR] [--batch-size 256] [--subset N] [--csv FILE] [--data DIR]
 //
-// By default it trains on every GPU (cpu(0) when there is none). With several GPUs it is
-// data-parallel, as D2L's multi-GPU chapter: each batch is split over the GPUs with
-// split_and_load, each GPU runs forward and backward on its slice, and trainer.step sums the
-// gradients across them (NCCL) before the identical update on every copy.
+// --help lists them with their defaults; NDG_TRAIN_EPOCHS, when set, is the default of --epochs
+// (NDG_TRAIN_EPOCHS=1 for a quick check). By default it trains on every GPU (cpu(0) when there is
+// none). With several GPUs it is data-parallel, as D2L's multi-GPU chapter: each batch is split
+// over the GPUs with split_and_load, each GPU runs forward and backward on its slice, and
+// trainer.step sums the gradients across them (NCCL) before the identical update on every copy.
 //
 // Per epoch it prints the loss, train accuracy, test accuracy and time, writes the curves to CSV
 // and, when gnuplot is installed, draws them into a PNG next to the CSV.
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <stdexcept>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,8 @@
 #include <gluon/trainer.hpp>
 #include <gluon/utils.hpp>
 
+#include "tutorials/cli.hpp"
+
 namespace nd = mx::nd;
 namespace nn = mx::gluon::nn;
 namespace gdata = mx::gluon::data;
@@ -35,68 +39,115 @@ namespace gdata = mx::gluon::data;
 namespace {
 
 struct Options {
-  std::vector<mx::Context> ctxs = mx::try_all_gpus();
+  std::vector<mx::Context> ctxs;  // from --ctx or --gpus; every GPU (cpu(0) when there is none) by default
   std::string model = "both";
   int epochs = 10;
-  double lr = -1;  // per model default
+  std::optional<double> lr;  // the model's own when not given: 0.1 for softmax regression, 0.5 for the MLP
   std::int64_t batch_size = 256;
-  std::int64_t subset = -1;
+  std::int64_t subset = -1;  // the whole data set
   std::string csv = "train_fashion_mnist.csv";
-  std::string data_dir;
+  std::string data_dir;  // FashionMNIST::default_root()
 };
 
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw mx::ValueError("missing value after " + arg);
-      return argv[++i];
-    };
-    // The whole value as a number, or an error naming the option.
-    auto number = [&](auto parse) {
-      const std::string text = value();
-      try {
-        std::size_t used = 0;
-        const auto n = parse(text, &used);
-        if (used == text.size()) return n;
-      } catch (const std::logic_error&) {  // std::invalid_argument, std::out_of_range
-      }
-      throw mx::ValueError(arg + " takes a number, not '" + text + "'");
-    };
-    const auto to_int = [](const std::string& s, std::size_t* used) { return std::stoi(s, used); };
-    const auto to_int64 = [](const std::string& s, std::size_t* used) { return std::stoll(s, used); };
-    const auto to_double = [](const std::string& s, std::size_t* used) { return std::stod(s, used); };
-    if (arg == "--ctx") {
-      const std::string c = value();
-      if (c == "cpu") o.ctxs = {mx::cpu()};
-      else if (c == "gpu") o.ctxs = {mx::gpu(0)};
-      else if (c.rfind("gpu:", 0) == 0 && c.size() > 4 && c.find_first_not_of("0123456789", 4) == std::string::npos)
-        o.ctxs = {mx::gpu(std::stoi(c.substr(4)))};
-      else throw mx::ValueError("--ctx takes cpu, gpu or gpu:N, not " + c);
-    } else if (arg == "--gpus") {
-      const int n = number(to_int);
-      if (n < 1 || n > mx::num_gpus()) {
-        throw mx::ValueError("--gpus " + std::to_string(n) + ": " + std::to_string(mx::num_gpus()) + " GPUs are visible");
-      }
-      o.ctxs.clear();
-      for (int i = 0; i < n; ++i) o.ctxs.push_back(mx::gpu(i));
-    } else if (arg == "--model") o.model = value();
-    else if (arg == "--epochs") o.epochs = number(to_int);
-    else if (arg == "--lr") o.lr = number(to_double);
-    else if (arg == "--batch-size") o.batch_size = number(to_int64);
-    else if (arg == "--subset") o.subset = number(to_int64);
-    else if (arg == "--csv") o.csv = value();
-    else if (arg == "--data") o.data_dir = value();
-    else throw mx::ValueError("unknown argument " + arg + " (see the comment at the top of the source)");
+// "no GPU is visible", "1 GPU is visible", "2 GPUs are visible".
+std::string visible_gpus() {
+  const int n = mx::num_gpus();
+  return n == 0 ? "no GPU is visible" : n == 1 ? "1 GPU is visible" : std::to_string(n) + " GPUs are visible";
+}
+
+// "cpu", "gpu" (gpu(0)) or "gpu:N"; nothing for anything else.
+std::optional<mx::Context> context_named(const std::string& text) {
+  if (text == "cpu") return mx::cpu();
+  if (text == "gpu") return mx::gpu(0);
+  if (text.rfind("gpu:", 0) != 0 || text.size() == 4 || text.size() > 8 ||
+      text.find_first_not_of("0123456789", 4) != std::string::npos) {
+    return std::nullopt;
   }
-  if (o.epochs < 1 || o.batch_size < 1 || o.lr <= 0) {
-    throw mx::ValueError("--epochs and --batch-size must be at least 1 and --lr positive");
+  return mx::gpu(std::stoi(text.substr(4)));
+}
+
+// --ctx: a context that exists on this machine.
+CLI::Validator existing_context() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        const std::optional<mx::Context> ctx = context_named(value);
+        if (!ctx) return value + " is not cpu, gpu or gpu:N";
+        if (ctx->is_gpu() && ctx->device_id() >= mx::num_gpus()) {
+          return value + ": there is no " + ctx->str() + ", " + visible_gpus();
+        }
+        return "";
+      },
+      "", "existing_context");
+}
+
+// --gpus: from 1 to the number of GPUs visible.
+CLI::Validator gpu_count() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        if (std::string bad = cli::integer(1)(value); !bad.empty()) return bad;
+        if (std::stoll(value) > mx::num_gpus()) {
+          return value + (value == "1" ? " GPU" : " GPUs") + " asked for, but " + visible_gpus();
+        }
+        return "";
+      },
+      "", "gpu_count");
+}
+
+// Parses the command line into `o`; returns the code to exit with when the program should not go on.
+std::optional<int> parse(int argc, char** argv, Options& o) {
+  CLI::App app{"D2L chapters 3-4: softmax regression and an MLP (784-256-10, ReLU) trained with SGD on "
+               "Fashion-MNIST, on every GPU (data-parallel) or on cpu(0)."};
+  std::string ctx;
+  int gpus = 0;
+  double lr = 0;
+  CLI::Option* ctx_option = app.add_option("--ctx", ctx, "train on this one context: cpu, gpu (that is gpu:0) or gpu:N")
+                                ->type_name("CTX")
+                                ->default_str("every GPU, else cpu")
+                                ->check(existing_context());
+  app.add_option("--gpus", gpus, "train data-parallel on gpu:0 .. gpu:N-1")
+      ->default_str("every GPU, else cpu")
+      ->check(gpu_count())
+      ->excludes(ctx_option);
+  app.add_option("--model", o.model, "the model(s) to train")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"softmax", "mlp", "both"}));
+  app.add_option("--epochs", o.epochs, "epochs per model")
+      ->capture_default_str()
+      ->check(cli::integer(1, 1'000'000))
+      ->envname("NDG_TRAIN_EPOCHS");
+  CLI::Option* lr_option = app.add_option("--lr", lr, "SGD learning rate")
+                               ->default_str("0.1 for softmax regression, 0.5 for the MLP")
+                               ->check(cli::positive_number());
+  app.add_option("--batch-size", o.batch_size, "samples per batch (split over the GPUs)")
+      ->capture_default_str()
+      ->check(cli::integer(1));
+  app.add_option("--subset", o.subset, "use only the first N samples of each split")
+      ->default_str("all")
+      ->check(cli::integer(1));
+  app.add_option("--csv", o.csv, "where to write the curves; a PNG of them goes next to it")
+      ->type_name("FILE")
+      ->capture_default_str()
+      ->check(cli::file_to_write());
+  const char* root_variable = std::getenv("FASHION_MNIST_DIR");
+  const std::string default_root = gdata::FashionMNIST::default_root();
+  const std::string where = root_variable && *root_variable ? "$FASHION_MNIST_DIR, now " + default_root
+                                                            : default_root + ", or $FASHION_MNIST_DIR when set";
+  app.add_option("--data", o.data_dir, "the folder of the four Fashion-MNIST .gz files")
+      ->type_name("DIR")
+      ->default_str(where)
+      ->check(cli::existing_folder("without --data the data set is read from " + where));
+  app.footer("Quick check: NDG_TRAIN_EPOCHS=1 train_fashion_mnist --ctx cpu --subset 2048");
+  if (std::optional<int> exit_code = cli::parse(app, argc, argv)) return exit_code;
+
+  if (lr_option->count() > 0) o.lr = lr;
+  if (!ctx.empty()) {
+    o.ctxs = {*context_named(ctx)};
+  } else if (gpus > 0) {
+    for (int i = 0; i < gpus; ++i) o.ctxs.push_back(mx::gpu(i));
+  } else {
+    o.ctxs = mx::try_all_gpus();
   }
-  if (o.model != "softmax" && o.model != "mlp" && o.model != "both") {
-    throw mx::ValueError("--model takes softmax, mlp or both, not " + o.model);
-  }
-  return o;
+  return std::nullopt;
 }
 
 // "[=========>          ] 120/235" on one line, redrawn in place.
@@ -184,7 +235,8 @@ void plot(const std::string& csv) {
 
 int main(int argc, char** argv) {
   try {
-    const Options o = parse(argc, argv);
+    Options o;
+    if (const std::optional<int> exit_code = parse(argc, argv, o)) return *exit_code;
     mx::random::seed(0);
     std::printf("training on");
     for (mx::Context ctx : o.ctxs) {
@@ -194,8 +246,12 @@ int main(int argc, char** argv) {
     gdata::FashionMNIST train_set(true, o.data_dir, o.subset), test_set(false, o.data_dir, o.subset);
     gdata::DataLoader train(train_set, o.batch_size, true, "keep", gdata::to_tensor);
     gdata::DataLoader test(test_set, o.batch_size, false, "keep", gdata::to_tensor);
-    std::ofstream csv(o.csv);
-    csv << "model,epoch,loss,train_acc,test_acc,seconds\n";
+    std::FILE* csv = std::fopen(o.csv.c_str(), "w");  // opened before training: a bad path fails now
+    if (!csv) {
+      std::fprintf(stderr, "error: cannot write the curves to %s: %s\n", o.csv.c_str(), std::strerror(errno));
+      return 1;
+    }
+    std::fprintf(csv, "model,epoch,loss,train_acc,test_acc,seconds\n");
     double final_mlp_acc = -1;
     for (const std::string model : {"softmax", "mlp"}) {
       if (o.model != "both" && o.model != model) continue;
@@ -206,7 +262,7 @@ int main(int argc, char** argv) {
         net.add(nn::Flatten(), nn::Dense(256, "relu"), nn::Dense(10));
       }
       net.initialize(mx::init::Normal(0.01), o.ctxs);
-      const double lr = o.lr > 0 ? o.lr : (model == "softmax" ? 0.1 : 0.5);
+      const double lr = o.lr.value_or(model == "softmax" ? 0.1 : 0.5);
       mx::gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", lr}});
       std::printf("\n%s, lr %g, batch %lld, %d epochs\n", model == "softmax" ? "softmax regression" : "MLP 784-256-10",
                   lr, static_cast<long long>(o.batch_size), o.epochs);
@@ -216,14 +272,25 @@ int main(int argc, char** argv) {
         std::printf("%6d %9.4f %10.4f %9.4f %9.2f %12.0f\n", epoch, r.loss, r.train_acc, r.test_acc, r.seconds,
                     static_cast<double>(train_set.size()) / r.seconds);
         std::fflush(stdout);
-        csv << model << ',' << epoch << ',' << r.loss << ',' << r.train_acc << ',' << r.test_acc << ',' << r.seconds << '\n';
+        std::fprintf(csv, "%s,%d,%g,%g,%g,%g\n", model.c_str(), epoch, r.loss, r.train_acc, r.test_acc, r.seconds);
         if (model == "mlp") final_mlp_acc = r.test_acc;
       }
     }
-    csv.close();
-    std::printf("\ncurves written to %s\n", o.csv.c_str());
-    plot(o.csv);
+    // A full disk or a failed write shows at the latest when the file is closed.
+    const bool write_failed = std::ferror(csv) != 0;
+    errno = 0;
+    const bool close_failed = std::fclose(csv) != 0;
+    const std::string why = close_failed && errno != 0 ? std::strerror(errno) : "a write failed";
+    if (!write_failed && !close_failed) {
+      std::printf("\ncurves written to %s\n", o.csv.c_str());
+      plot(o.csv);
+    }
     if (final_mlp_acc >= 0) std::printf("MLP test accuracy after %d epochs: %.4f\n", o.epochs, final_mlp_acc);
+    if (write_failed || close_failed) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "error: writing the curves to %s failed: %s\n", o.csv.c_str(), why.c_str());
+      return 1;
+    }
     return 0;
   } catch (const mx::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
