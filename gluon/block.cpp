@@ -9,7 +9,7 @@
 
 #include "gluon/parameter_file.hpp"
 #include "context/device.hpp"
-#include "ndarray/checks.hpp"
+#include "ndarray/describe.hpp"
 
 namespace mx::gluon {
 
@@ -135,7 +135,7 @@ void Block::load_parameters(const std::string& path, const std::vector<Context>&
     if (!fits) {
       throw ShapeError("load_parameters: parameter '" + key + "' (" + param.name() + ") is " + want.tuple_str() +
                        " " + dtype_name(param.dtype()) + " in block '" + name() + "' but " +
-                       nd::detail::describe(value) + " in '" + path + "'");
+                       nd::describe(value) + " in '" + path + "'");
     }
   }
   if (loaded.size() != params.size()) {

@@ -1,6 +1,6 @@
 #include "gluon/loss.hpp"
 
-#include "ndarray/checks.hpp"
+#include "ndarray/describe.hpp"
 #include "ndarray/elementwise.hpp"
 #include "ndarray/reduce.hpp"
 #include "ndarray/softmax.hpp"
@@ -10,17 +10,17 @@ namespace {
 
 // The label as pred's dtype and shape (it may come as (batch,) for (batch, 1) predictions).
 nd::NDArray label_like(const char* loss, const nd::NDArray& pred, const nd::NDArray& label) {
-  nd::detail::check_same_context(loss, pred, label);
+  nd::check_same_context(loss, pred, label);
   if (label.size() != pred.size()) {
-    throw ShapeError(std::string(loss) + ": label " + nd::detail::describe(label) + " does not match pred " +
-                     nd::detail::describe(pred));
+    throw ShapeError(std::string(loss) + ": label " + nd::describe(label) + " does not match pred " +
+                     nd::describe(pred));
   }
   return label.astype(pred.dtype()).reshape(pred.shape());
 }
 
 // Mean over every axis but the first: (batch, ...) -> (batch,).
 nd::NDArray per_sample_mean(const nd::NDArray& x) {
-  if (x.ndim() < 1) throw ShapeError("loss: prediction needs a batch axis, got " + nd::detail::describe(x));
+  if (x.ndim() < 1) throw ShapeError("loss: prediction needs a batch axis, got " + nd::describe(x));
   const std::int64_t batch = x.shape()[0];
   return x.reshape({batch, batch ? x.size() / batch : 0}).mean(1);
 }
@@ -47,14 +47,14 @@ nd::NDArray L1Loss::operator()(const nd::NDArray& pred, const nd::NDArray& label
 }
 
 nd::NDArray SoftmaxCrossEntropyLoss::operator()(const nd::NDArray& pred, const nd::NDArray& label) const {
-  nd::detail::check_same_context("SoftmaxCrossEntropyLoss", pred, label);
+  nd::check_same_context("SoftmaxCrossEntropyLoss", pred, label);
   const int axis = normalize_axis("SoftmaxCrossEntropyLoss", axis_, pred.shape());
   const nd::NDArray logp = from_logits_ ? pred : nd::log_softmax(pred, axis);
   nd::NDArray target;
   if (sparse_label_) {
     if (label.size() * pred.shape()[axis] != pred.size() || axis != pred.ndim() - 1) {
-      throw ShapeError("SoftmaxCrossEntropyLoss: sparse label " + nd::detail::describe(label) +
-                       " needs one class index per sample of pred " + nd::detail::describe(pred) +
+      throw ShapeError("SoftmaxCrossEntropyLoss: sparse label " + nd::describe(label) +
+                       " needs one class index per sample of pred " + nd::describe(pred) +
                        " (classes along the last axis)");
     }
     std::vector<std::int64_t> dims(pred.shape().begin(), pred.shape().end() - 1);

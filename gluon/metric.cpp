@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "ndarray/checks.hpp"
+#include "ndarray/describe.hpp"
 
 namespace mx::metric {
 
@@ -13,9 +13,9 @@ namespace {
 std::int64_t prediction_count(const nd::NDArray& labels, const nd::NDArray& preds, bool scores) {
   if (!scores) return preds.size();
   if (preds.ndim() != 2 || preds.shape()[1] == 0) {
-    throw ShapeError("Accuracy.update: preds " + nd::detail::describe(preds) +
+    throw ShapeError("Accuracy.update: preds " + nd::describe(preds) +
                      " are neither (B, classes) scores with classes > 0 nor class ids shaped like the labels " +
-                     nd::detail::describe(labels));
+                     nd::describe(labels));
   }
   return preds.shape()[0];
 }
@@ -27,12 +27,12 @@ bool are_scores(const nd::NDArray& labels, const nd::NDArray& preds) {
 
 // The number of predictions, after checking that there is one per label.
 std::int64_t checked_count(const nd::NDArray& labels, const nd::NDArray& preds) {
-  nd::detail::check_not_none("Accuracy.update", labels);
-  nd::detail::check_not_none("Accuracy.update", preds);
+  nd::check_not_none("Accuracy.update", labels);
+  nd::check_not_none("Accuracy.update", preds);
   const std::int64_t count = prediction_count(labels, preds, are_scores(labels, preds));
   if (count != labels.size()) {
-    throw ShapeError("Accuracy.update: " + std::to_string(labels.size()) + " labels " + nd::detail::describe(labels) +
-                     " but " + std::to_string(count) + " predictions " + nd::detail::describe(preds) +
+    throw ShapeError("Accuracy.update: " + std::to_string(labels.size()) + " labels " + nd::describe(labels) +
+                     " but " + std::to_string(count) + " predictions " + nd::describe(preds) +
                      "; expected preds (B, classes) or (B,) for B labels");
   }
   return count;

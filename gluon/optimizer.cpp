@@ -3,9 +3,9 @@
 #include <charconv>
 #include <cmath>
 
-#include "ndarray/backend.hpp"
-#include "ndarray/checks.hpp"
 #include "ndarray/creation.hpp"
+#include "ndarray/describe.hpp"
+#include "ndarray/optimizer_ops.hpp"
 
 namespace mx::gluon {
 namespace {
@@ -31,9 +31,9 @@ nd::NDArray& state_for(const char* op, std::map<StateKey, nd::NDArray>& states, 
   if (state.is_none()) {
     state = nd::zeros_like(weight);
   } else if (state.shape() != weight.shape()) {
-    throw ShapeError(std::string(op) + ": state " + nd::detail::describe(state) + " of parameter " +
+    throw ShapeError(std::string(op) + ": state " + nd::describe(state) + " of parameter " +
                      std::to_string(key.param) + ", copy " + std::to_string(key.copy) + " does not match weight " +
-                     nd::detail::describe(weight));
+                     nd::describe(weight));
   } else {
     if (state.dtype() != weight.dtype()) state = state.astype(weight.dtype());
     state = state.as_in_context(weight.context());
@@ -86,21 +86,12 @@ void Optimizer::set_learning_rate(double lr) {
 }
 
 void Optimizer::check_update(const char* op, const nd::NDArray& weight, const nd::NDArray& grad) {
-  nd::detail::check_same_context(op, weight, grad);
-  nd::detail::check_floating(op, weight);
+  nd::check_same_context(op, weight, grad);
+  nd::check_floating(op, weight);
   if (weight.shape() != grad.shape() || weight.dtype() != grad.dtype()) {
-    throw ShapeError(std::string(op) + ": gradient " + nd::detail::describe(grad) + " does not match weight " +
-                     nd::detail::describe(weight));
+    throw ShapeError(std::string(op) + ": gradient " + nd::describe(grad) + " does not match weight " +
+                     nd::describe(weight));
   }
-}
-
-functors::OptimizerStep Optimizer::common_step() const {
-  functors::OptimizerStep step;
-  step.lr = lr_;
-  step.wd = wd_;
-  step.clip = clip_;
-  step.rescale = rescale_;
-  return step;
 }
 
 SGD::SGD(const HyperParams& params) : Optimizer("sgd") {
@@ -112,10 +103,12 @@ SGD::SGD(const HyperParams& params) : Optimizer("sgd") {
 
 void SGD::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) {
   check_update("sgd_update", weight, grad);
-  void* mom = momentum_ != 0 ? state_for("sgd_update", momentum_state_, key, weight).data() : nullptr;
-  functors::OptimizerStep step = common_step();
-  step.momentum = momentum_;
-  backend(weight.context()).sgd_update(weight.context(), weight.dtype(), weight.data(), grad.data(), mom, weight.size(), step);
+  if (momentum_ == 0) {
+    nd::sgd_update(weight, grad, lr_, wd_, rescale_, clip_);
+  } else {
+    nd::NDArray& mom = state_for("sgd_update", momentum_state_, key, weight);
+    nd::sgd_mom_update(weight, grad, mom, lr_, momentum_, wd_, rescale_, clip_);
+  }
 }
 
 Adam::Adam(const HyperParams& params) : Optimizer("adam") {
@@ -131,18 +124,13 @@ Adam::Adam(const HyperParams& params) : Optimizer("adam") {
 
 void Adam::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) {
   check_update("adam_update", weight, grad);
-  void* mean = state_for("adam_update", mean_, key, weight).data();
-  void* var = state_for("adam_update", var_, key, weight).data();
+  nd::NDArray& mean = state_for("adam_update", mean_, key, weight);
+  nd::NDArray& var = state_for("adam_update", var_, key, weight);
   const std::int64_t steps = ++steps_[key];
-  functors::OptimizerStep step = common_step();
-  step.beta1 = beta1_;
-  step.beta2 = beta2_;
-  step.epsilon = epsilon_;
-  // MXNet's bias correction, folded into the step size.
+  // MXNet's bias correction, folded into the step size as mx.optimizer.Adam does.
   const double t = static_cast<double>(steps);
-  step.lr_t = lr_ * std::sqrt(1 - std::pow(beta2_, t)) / (1 - std::pow(beta1_, t));
-  backend(weight.context()).adam_update(weight.context(), weight.dtype(), weight.data(), grad.data(), mean, var,
-                                        weight.size(), step);
+  const double lr_t = lr_ * std::sqrt(1 - std::pow(beta2_, t)) / (1 - std::pow(beta1_, t));
+  nd::adam_update(weight, grad, mean, var, lr_t, beta1_, beta2_, epsilon_, wd_, rescale_, clip_);
 }
 
 std::unique_ptr<Optimizer> Optimizer::create(const std::string& name, const HyperParams& params) {

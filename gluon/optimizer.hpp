@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "ndarray/array.hpp"
-#include "ndarray/functors.hpp"
 
 namespace mx::gluon {
 
@@ -44,8 +43,6 @@ class Optimizer {
 
  protected:
   explicit Optimizer(const char* name = "optimizer") : name_(name) {}
-  // The hyper-parameters every optimizer shares, as a kernel step.
-  functors::OptimizerStep common_step() const;
   // Throws mx::ValueError naming the first of the shared hyper-parameters that is out of range.
   void check_common_params() const;
   const char* name_;  // "sgd", as create() knows it; names the optimizer in errors

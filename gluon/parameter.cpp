@@ -5,7 +5,7 @@
 
 #include "context/device.hpp"
 #include "ndarray/autograd.hpp"
-#include "ndarray/checks.hpp"
+#include "ndarray/describe.hpp"
 #include "ndarray/creation.hpp"
 
 namespace mx::gluon {
@@ -170,9 +170,9 @@ std::vector<Context> Parameter::list_ctx() const {
 }
 
 void Parameter::set_data(const nd::NDArray& value) {
-  nd::detail::check_not_none("Parameter::set_data", value);
+  nd::check_not_none("Parameter::set_data", value);
   if (value.dtype() != state_->dtype) {
-    throw DTypeError("Parameter '" + state_->name + "': set_data with " + nd::detail::describe(value) +
+    throw DTypeError("Parameter '" + state_->name + "': set_data with " + nd::describe(value) +
                      " but the parameter is " + dtype_name(state_->dtype));
   }
   if (!is_initialized()) {
@@ -183,7 +183,7 @@ void Parameter::set_data(const nd::NDArray& value) {
     }
   }
   if (value.shape() != state_->shape) {
-    throw ShapeError("Parameter '" + state_->name + "': set_data with " + nd::detail::describe(value) +
+    throw ShapeError("Parameter '" + state_->name + "': set_data with " + nd::describe(value) +
                      " but the parameter is " + state_->shape.tuple_str() + " " + dtype_name(state_->dtype));
   }
   for (nd::NDArray& d : state_->data) value.copyto(d);

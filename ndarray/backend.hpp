@@ -58,11 +58,12 @@ class Backend {
   virtual void binary_scalar(Context ctx, BinaryOp op, DType dt, const void* a, double scalar,
                              bool scalar_first, void* out, std::int64_t n) = 0;
   virtual void unary(Context ctx, UnaryOp op, DType dt, const void* in, void* out, std::int64_t n) = 0;
-  // out (rows, cols) = act(out + bias[col]) in one pass (Dense's epilogue). bias may be null; no
-  // act means identity.
+  // out (rows, cols) = act(out + bias[col]) in one pass (FullyConnected's epilogue). bias may be
+  // null; no act means identity.
   virtual void bias_activation(Context ctx, DType dt, void* out, const void* bias, std::int64_t rows,
                                std::int64_t cols, std::optional<UnaryOp> act) = 0;
-  // One fused pass of an optimizer over n elements (float32/float64). mom may be null (plain SGD).
+  // One fused pass of nd::sgd_update / sgd_mom_update / adam_update over n elements (float32/float64).
+  // mom may be null (sgd_update).
   virtual void sgd_update(Context ctx, DType dt, void* weight, const void* grad, void* mom, std::int64_t n,
                           const functors::OptimizerStep& step) = 0;
   virtual void adam_update(Context ctx, DType dt, void* weight, const void* grad, void* mean, void* var,

@@ -1,6 +1,6 @@
 #include "ndarray/checks.hpp"
 
-namespace mx::nd::detail {
+namespace mx::nd {
 
 std::string describe(const NDArray& x) {
   if (x.is_none()) return "(none)";
@@ -47,6 +47,10 @@ void check_floating(const char* op, const NDArray& x) {
                      " (operand " + describe(x) + "); convert with astype(mx::DType::float32)");
   }
 }
+
+}  // namespace mx::nd
+
+namespace mx::nd::detail {
 
 void check_shape(const char* op, const Shape& shape, DType dtype) {
   std::int64_t bytes = static_cast<std::int64_t>(dtype_size(dtype));

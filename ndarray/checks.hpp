@@ -5,17 +5,17 @@
 #include <vector>
 
 #include "ndarray/array.hpp"
+#include "ndarray/describe.hpp"
 
 namespace mx::nd::detail {
 
-// "(2, 3) float32 @gpu(0)"
-std::string describe(const NDArray& x);
+// The public checks (ndarray/describe.hpp), under the names the op front ends use.
+using nd::check_floating;
+using nd::check_not_none;
+using nd::check_same_context;
+using nd::check_same_dtype;
+using nd::describe;
 
-void check_not_none(const char* op, const NDArray& x);
-void check_same_context(const char* op, const NDArray& a, const NDArray& b);
-void check_same_context(const char* op, const std::vector<NDArray>& arrays);
-void check_same_dtype(const char* op, const NDArray& a, const NDArray& b);
-void check_floating(const char* op, const NDArray& x);
 // Every extent >= 0, and the array's bytes countable in 63 bits: a shape an array can have.
 void check_shape(const char* op, const Shape& shape, DType dtype);
 

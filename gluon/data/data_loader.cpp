@@ -12,7 +12,7 @@
 #include <thread>
 #include <utility>
 
-#include "ndarray/checks.hpp"
+#include "ndarray/describe.hpp"
 #include "ndarray/random.hpp"
 
 namespace mx::gluon::data {
@@ -165,8 +165,8 @@ class Prefetcher {
     nd::NDArray out = transform_(data);
     if (out.is_none() || out.ndim() == 0 || out.shape()[0] != data.shape()[0]) {
       throw ShapeError("DataLoader: the transform turned batch " + std::to_string(b) + " " +
-                       nd::detail::describe(data) + " into " +
-                       (out.is_none() ? std::string("a null array") : nd::detail::describe(out)) +
+                       nd::describe(data) + " into " +
+                       (out.is_none() ? std::string("a null array") : nd::describe(out)) +
                        "; it must keep the batch axis of " + std::to_string(data.shape()[0]) + " samples");
     }
     return out;

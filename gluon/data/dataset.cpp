@@ -2,13 +2,13 @@
 
 #include <string>
 
-#include "ndarray/checks.hpp"
+#include "ndarray/describe.hpp"
 
 namespace mx::gluon::data {
 namespace {
 
 void check_has_sample_axis(const char* which, const nd::NDArray& array) {
-  nd::detail::check_not_none("ArrayDataset", array);
+  nd::check_not_none("ArrayDataset", array);
   if (array.ndim() == 0) {
     throw ShapeError(std::string("ArrayDataset: the ") + which +
                      " array needs a first axis that counts samples, but its shape is " + array.shape().tuple_str());
@@ -23,8 +23,8 @@ ArrayDataset::ArrayDataset(nd::NDArray data, nd::NDArray label) : data_(std::mov
   check_has_sample_axis("label", label_);
   if (data_.shape()[0] != label_.shape()[0]) {
     throw ShapeError("ArrayDataset: data has " + std::to_string(data_.shape()[0]) + " samples " +
-                     nd::detail::describe(data_) + " but label has " + std::to_string(label_.shape()[0]) + " " +
-                     nd::detail::describe(label_) + "; their first axes must agree");
+                     nd::describe(data_) + " but label has " + std::to_string(label_.shape()[0]) + " " +
+                     nd::describe(label_) + "; their first axes must agree");
   }
 }
 

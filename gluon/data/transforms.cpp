@@ -1,16 +1,16 @@
 #include "gluon/data/transforms.hpp"
 
-#include "ndarray/checks.hpp"
+#include "ndarray/describe.hpp"
 #include "ndarray/elementwise.hpp"
 
 namespace mx::gluon::data {
 
 nd::NDArray to_tensor(const nd::NDArray& batch) {
-  nd::detail::check_not_none("to_tensor", batch);
+  nd::check_not_none("to_tensor", batch);
   const Shape& s = batch.shape();
   if (s.ndim() != 3 && s.ndim() != 4) {
     throw ShapeError("to_tensor takes a batch of images (B, H, W) or (B, H, W, C), but got " +
-                     nd::detail::describe(batch));
+                     nd::describe(batch));
   }
   nd::NDArray x = batch.dtype() == DType::float32 ? batch : batch.astype(DType::float32);
   x = s.ndim() == 3 ? x.reshape({s[0], 1, s[1], s[2]})  // one channel: a view

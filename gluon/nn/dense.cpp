@@ -1,29 +1,10 @@
 #include "gluon/nn/dense.hpp"
 
 #include "gluon/nn/activation.hpp"
-#include "ndarray/autograd.hpp"
-#include "ndarray/backend.hpp"
-#include "ndarray/checks.hpp"
-#include "ndarray/elementwise.hpp"
-#include "ndarray/linalg.hpp"
-#include "ndarray/reduce.hpp"
+#include "ndarray/describe.hpp"
+#include "ndarray/nn.hpp"
 
 namespace mx::gluon::nn {
-
-namespace {
-
-// d activation / d input, from the activation's output y.
-nd::NDArray activation_slope(UnaryOp act, const nd::NDArray& y) {
-  switch (act) {
-    case UnaryOp::relu: return y > 0.0;
-    case UnaryOp::sigmoid: return y * (1.0 - y);
-    case UnaryOp::tanh: return 1.0 - nd::square(y);
-    case UnaryOp::softrelu: return 1.0 - nd::exp(-y);  // sigmoid(x), as y = log(1 + e^x)
-    default: throw ValueError(std::string("Dense: no derivative for activation ") + op_name(act));
-  }
-}
-
-}  // namespace
 
 Dense::Dense(std::int64_t units, const std::string& activation, bool use_bias, std::int64_t in_units,
              init::InitializerRef weight_initializer, init::InitializerRef bias_initializer, const std::string& prefix)
@@ -42,37 +23,25 @@ Parameter Dense::bias() const {
 }
 
 nd::NDArray Dense::forward(const nd::NDArray& x) {
-  nd::detail::check_not_none("Dense", x);
+  nd::check_not_none("Dense", x);
   if (x.ndim() < 2) {
-    throw ShapeError("Dense '" + name() + "': input must be (batch, features...), got " + nd::detail::describe(x));
+    throw ShapeError("Dense '" + name() + "': input must be (batch, features...), got " + nd::describe(x));
   }
-  const nd::NDArray flat = x.flatten();  // (batch, in_units)
   Parameter w = weight();
   w.check_initialized();  // before the shapes: a weight never initialised has no in_units to compare
-  const std::int64_t in_units = flat.shape()[1];
+  std::int64_t in_units = 1;  // x flattened to (batch, in_units)
+  for (int axis = 1; axis < x.ndim(); ++axis) in_units *= x.shape()[axis];
   if (w.is_deferred()) {
     w.infer_shape(Shape{units_, in_units});
   } else if (w.shape()[1] != in_units) {
-    throw ShapeError("Dense '" + name() + "': input " + nd::detail::describe(x) + " has " + std::to_string(in_units) +
+    throw ShapeError("Dense '" + name() + "': input " + nd::describe(x) + " has " + std::to_string(in_units) +
                      " features per sample but the weight " + w.shape().tuple_str() + " expects " +
                      std::to_string(w.shape()[1]));
   }
-  const nd::NDArray wd = w.data(x.context());
-  const nd::NDArray product = nd::dot(flat, wd, false, true);  // (batch, units), recorded
-  if (!use_bias_ && !activation_) return product;
   const nd::NDArray b = use_bias_ ? bias().data(x.context()) : nd::NDArray();
-  // The bias and activation in one pass over the product, in place (the dot saved no output).
-  nd::NDArray out = product.detach();
-  backend(out.context()).bias_activation(out.context(), out.dtype(), out.data(), use_bias_ ? b.data() : nullptr,
-                                         out.shape()[0], units_, activation_);
-  if (autograd::needs_record({&product, &b})) {
-    autograd::record_op("dense", out, {&product, use_bias_ ? &b : nullptr},
-                        [act = activation_, y = out.detach(), use_bias = use_bias_](const nd::NDArray& g) {
-                          const nd::NDArray g_in = act ? g * activation_slope(*act, y) : g;
-                          return std::vector<nd::NDArray>{g_in, use_bias ? nd::sum(g_in, 0) : nd::NDArray()};
-                        });
-  }
-  return out;
+  // One matrix product, then the bias and activation in one fused pass.
+  return nd::FullyConnected(x, w.data(x.context()), b, units_, !use_bias_, true,
+                            activation_ ? op_name(*activation_) : "");
 }
 
 }  // namespace mx::gluon::nn

@@ -1,0 +1,25 @@
+#pragma once
+// Neural-network ops, as MXNet's mx.nd.FullyConnected.
+#include <cstdint>
+#include <string>
+
+#include "ndarray/array.hpp"
+
+namespace mx::nd {
+
+// out = x · weightᵀ + bias, recorded for autograd (dx, dweight, dbias: only those that lead to a
+// variable are computed).
+//   x      (batch, in...) flattened to (batch, in) when flatten; otherwise (..., in), applied
+//          over the last axis
+//   weight (num_hidden, in)
+//   bias   (num_hidden,), ignored (and may be a none NDArray) when no_bias
+//   out    (batch, num_hidden) when flatten, else (..., num_hidden)
+// act_type is an ndgluon extension that MXNet's FullyConnected does not have: "" (none), "relu",
+// "sigmoid", "tanh" or "softrelu", applied with the bias in one pass after the matrix product,
+// as nd::Activation would be afterwards. Operands on different contexts throw
+// mx::ContextMismatch, of different or integer dtypes mx::DTypeError, of shapes that do not fit
+// mx::ShapeError; an unknown act_type or num_hidden <= 0 mx::ValueError.
+NDArray FullyConnected(const NDArray& x, const NDArray& weight, const NDArray& bias, std::int64_t num_hidden,
+                       bool no_bias = false, bool flatten = true, const std::string& act_type = "");
+
+}  // namespace mx::nd

@@ -1,0 +1,35 @@
+#pragma once
+// Optimizer updates, as MXNet's mx.nd.sgd_update, sgd_mom_update and adam_update: each updates
+// weight (and its states) in place in one fused pass (one kernel on a GPU, one loop on the CPU).
+//
+// Every update first forms the gradient it applies,
+//   g = clip(rescale_grad * grad, clip_gradient) + wd * weight,
+// where clip(v, c) limits v to [-c, c]. Clipping is on when clip_gradient > 0; zero or a
+// negative value (the default -1) turns it off, as MXNet's op documentation states. (MXNet's
+// adam_update kernel adds wd * weight before clipping; here every update adds it after, as
+// ndgluon's optimizers always have.)
+//
+// weight, grad and every state have one shape, one floating dtype (float32 or float64) and one
+// context; otherwise they throw mx::ShapeError, mx::DTypeError or mx::ContextMismatch naming the
+// op and the operands. The updates are not recorded by autograd.
+#include "ndarray/array.hpp"
+
+namespace mx::nd {
+
+// weight -= lr * g
+void sgd_update(NDArray& weight, const NDArray& grad, double lr, double wd = 0, double rescale_grad = 1,
+                double clip_gradient = -1);
+
+// mom = momentum * mom - lr * g; weight += mom
+void sgd_mom_update(NDArray& weight, const NDArray& grad, NDArray& mom, double lr, double momentum = 0,
+                    double wd = 0, double rescale_grad = 1, double clip_gradient = -1);
+
+// mean = beta1 * mean + (1 - beta1) * g
+// var  = beta2 * var + (1 - beta2) * g²
+// weight -= lr * mean / (sqrt(var) + epsilon)
+// As in MXNet, the op applies no bias correction: the caller (gluon::Adam) folds it into lr.
+void adam_update(NDArray& weight, const NDArray& grad, NDArray& mean, NDArray& var, double lr, double beta1 = 0.9,
+                 double beta2 = 0.999, double epsilon = 1e-8, double wd = 0, double rescale_grad = 1,
+                 double clip_gradient = -1);
+
+}  // namespace mx::nd
