@@ -25,6 +25,15 @@ case $mode in
     pcdir=$(dirname "$(find "$root" -name ndgluon.pc | head -1)")
     export PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
     flags=$(pkg-config --define-variable=prefix="$root" --cflags --libs ndgluon)
+    # Every installed header compiles on its own from the installed tree: none of them needs a
+    # header that is not installed.
+    incdir=$(find "$root" -type d -name ndgluon -path '*/include/*' | head -1)
+    (cd "$incdir" && find . -name '*.hpp' | sed 's|^\./||' | sort) > "$work/headers.txt"
+    echo "$(wc -l < "$work/headers.txt") installed headers, each compiled alone"
+    # shellcheck disable=SC2016
+    xargs -P 2 -I{} sh -c 'echo "#include <{}>" | g++ -std=c++20 -fsyntax-only -x c++ - $0 ||
+      { echo "installed header {} does not compile alone"; exit 255; }' "$(pkg-config --define-variable=prefix="$root" --cflags ndgluon)" \
+      < "$work/headers.txt"
     echo "g++ main.cpp $flags"
     g++ -std=c++20 "$src/test/consumer/main.cpp" -o "$work/consumer" $flags
     LD_LIBRARY_PATH="$(dirname "$(find "$root" -name 'libndgluon.so' | head -1)")" "$work/consumer"
