@@ -38,9 +38,11 @@ nd::NDArray Dense::forward(const nd::NDArray& x) {
                      " features per sample but the weight " + w.shape().tuple_str() + " expects " +
                      std::to_string(w.shape()[1]));
   }
+  // The weight first, so that an input on a context without parameters is reported for the weight.
+  const nd::NDArray wx = w.data(x.context());
   const nd::NDArray b = use_bias_ ? bias().data(x.context()) : nd::NDArray();
   // One matrix product, then the bias and activation in one fused pass.
-  return nd::FullyConnected(x, w.data(x.context()), b, units_, !use_bias_, true,
+  return nd::FullyConnected(x, wx, b, units_, !use_bias_, true,
                             activation_ ? op_name(*activation_) : "");
 }
 
