@@ -79,6 +79,22 @@ class GpuBackend final : public Backend {
     }
   }
 
+  op::ExecContext enter(Context ctx, const char* op, int& previous_device) override {
+    const int id = ctx.device_id();
+    Device& dev = cuda::device(id);
+    dev.set_last_op(op);
+    NDG_CUDA_CHECK(cudaGetDevice(&previous_device));
+    if (previous_device == id) {
+      previous_device = -1;
+    } else {
+      NDG_CUDA_CHECK(cudaSetDevice(id));
+    }
+    return {ctx, dev.stream(), dev.multiprocessors()};
+  }
+  void leave(int previous_device) noexcept override {
+    if (previous_device >= 0) cudaSetDevice(previous_device);
+  }
+
   void fill(Context ctx, DType dt, void* out, std::int64_t n, double value) override {
     OnDevice on(ctx, "fill");
     cuda::fill(on.stream(), dt, out, n, value);
@@ -90,20 +106,6 @@ class GpuBackend final : public Backend {
   void cast(Context ctx, DType from, const void* in, DType to, void* out, std::int64_t n) override {
     OnDevice on(ctx, "astype");
     cuda::cast(on.stream(), from, in, to, out, n);
-  }
-  void binary(Context ctx, BinaryOp op, DType dt, const BroadcastIndex& index, const void* a, const void* b,
-              void* out) override {
-    OnDevice on(ctx, op_name(op));
-    cuda::binary(on.stream(), op, dt, index, a, b, out);
-  }
-  void binary_scalar(Context ctx, BinaryOp op, DType dt, const void* a, double scalar, bool scalar_first,
-                     void* out, std::int64_t n) override {
-    OnDevice on(ctx, op_name(op));
-    cuda::binary_scalar(on.stream(), op, dt, a, scalar, scalar_first, out, n);
-  }
-  void unary(Context ctx, UnaryOp op, DType dt, const void* in, void* out, std::int64_t n) override {
-    OnDevice on(ctx, op_name(op));
-    cuda::unary(on.stream(), op, dt, in, out, n);
   }
   void bias_activation(Context ctx, DType dt, void* out, const void* bias, std::int64_t rows, std::int64_t cols,
                        std::optional<UnaryOp> act) override {

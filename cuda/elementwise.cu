@@ -1,53 +1,14 @@
-// GPU elementwise ops: binary (contiguous and broadcasting), binary with a scalar, unary, fill,
-// cast, affine and gather. Each op is a functor from ndarray/functors.hpp run by one of a few
-// generic kernels; the op x dtype dispatch goes through OpTable.
+// GPU launches of the backend ops: fill, arange, cast, affine, bias + activation, optimizer steps
+// and gather (the elementwise family is in cuda/ops/elementwise.cu).
 #include "cuda/check.hpp"
 #include "cuda/kernels.hpp"
 #include "cuda/launch.hpp"
 #include "ndarray/functors.hpp"
+#include "ndarray/ops/elementwise_functors.hpp"
 #include "ndarray/op_table.hpp"
 
 namespace mx::cuda {
 namespace {
-
-// out[i] = fn(in[i]); 16-byte packs when `packed` (both pointers aligned), then the tail.
-template <class T, class Fn>
-__global__ void map_elements(T* out, const T* in, std::int64_t n, bool packed, Fn fn) {
-  using P = Pack<T>;
-  const std::int64_t packs = packed ? n / P::size : 0;
-  for (std::int64_t p = global_thread(); p < packs; p += grid_stride()) {
-    P x = reinterpret_cast<const P*>(in)[p];
-#pragma unroll
-    for (int j = 0; j < P::size; ++j) x.v[j] = fn(x.v[j]);
-    reinterpret_cast<P*>(out)[p] = x;
-  }
-  for (std::int64_t i = packs * P::size + global_thread(); i < n; i += grid_stride()) out[i] = fn(in[i]);
-}
-
-// out[i] = fn(a[i], b[i]), packed like map_elements.
-template <class T, class Fn>
-__global__ void zip_elements(T* out, const T* a, const T* b, std::int64_t n, bool packed, Fn fn) {
-  using P = Pack<T>;
-  const std::int64_t packs = packed ? n / P::size : 0;
-  for (std::int64_t p = global_thread(); p < packs; p += grid_stride()) {
-    P x = reinterpret_cast<const P*>(a)[p];
-    const P y = reinterpret_cast<const P*>(b)[p];
-#pragma unroll
-    for (int j = 0; j < P::size; ++j) x.v[j] = fn(x.v[j], y.v[j]);
-    reinterpret_cast<P*>(out)[p] = x;
-  }
-  for (std::int64_t i = packs * P::size + global_thread(); i < n; i += grid_stride()) out[i] = fn(a[i], b[i]);
-}
-
-// out[i] = fn(a[offset_a(i)], b[offset_b(i)]) for broadcasting operands.
-template <class T, class Fn>
-__global__ void zip_broadcast(T* out, const T* a, const T* b, BroadcastIndex index, std::int64_t n, Fn fn) {
-  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
-    std::int64_t off[2];
-    index.offsets(i, off);
-    out[i] = fn(a[off[0]], b[off[1]]);
-  }
-}
 
 template <class T>
 __global__ void fill_elements(T* out, std::int64_t n, T value) {
@@ -114,85 +75,16 @@ void launch_map(cudaStream_t stream, T* out, const T* in, std::int64_t n, Fn fn,
   check_launch(op);
 }
 
-// Functors binding a scalar operand.
-template <BinaryOp op, class T>
-struct ScalarRight {
-  T scalar;
-  NDG_HD T operator()(T x) const { return functors::Binary<op>{}(x, scalar); }
-};
-template <BinaryOp op, class T>
-struct ScalarLeft {
-  T scalar;
-  NDG_HD T operator()(T x) const { return functors::Binary<op>{}(scalar, x); }
-};
-
-template <BinaryOp op, class T>
-struct BinaryLaunch {
-  static void run(cudaStream_t stream, const BroadcastIndex& index, const void* a_raw, const void* b_raw,
-                  void* out_raw) {
-    const T* a = static_cast<const T*>(a_raw);
-    const T* b = static_cast<const T*>(b_raw);
-    T* out = static_cast<T*>(out_raw);
-    const std::int64_t n = index_size(index);
-    if (n == 0) return;
-    if (index.contiguous()) {
-      const bool packed = aligned16(out) && aligned16(a) && aligned16(b);
-      zip_elements<<<blocks_for(packed ? n / Pack<T>::size + 1 : n), kThreads, 0, stream>>>(
-          out, a, b, n, packed, functors::Binary<op>{});
-    } else {
-      zip_broadcast<<<blocks_for(n), kThreads, 0, stream>>>(out, a, b, index, n, functors::Binary<op>{});
-    }
-    check_launch(op_name(op));
-  }
-};
-
-template <BinaryOp op, class T>
-struct ScalarLaunch {
-  static void run(cudaStream_t stream, const void* a, double scalar, bool scalar_first, void* out,
-                  std::int64_t n) {
-    const T s = static_cast<T>(scalar);
-    if (scalar_first) {
-      launch_map(stream, static_cast<T*>(out), static_cast<const T*>(a), n, ScalarLeft<op, T>{s}, op_name(op));
-    } else {
-      launch_map(stream, static_cast<T*>(out), static_cast<const T*>(a), n, ScalarRight<op, T>{s}, op_name(op));
-    }
-  }
-};
-
-template <UnaryOp op, class T>
-struct UnaryLaunch {
-  static void run(cudaStream_t stream, const void* in, void* out, std::int64_t n) {
-    launch_map(stream, static_cast<T*>(out), static_cast<const T*>(in), n, functors::Unary<op>{}, op_name(op));
-  }
-};
-
 template <UnaryOp op, class T>
 struct BiasActivationLaunch {
   static void run(cudaStream_t stream, void* out, const void* bias, std::int64_t rows, std::int64_t cols) {
     bias_activation_elements<<<blocks_for(rows * cols), kThreads, 0, stream>>>(
-        static_cast<T*>(out), static_cast<const T*>(bias), rows, cols, functors::Unary<op>{});
+        static_cast<T*>(out), static_cast<const T*>(bias), rows, cols, op::UnaryForward<op>{});
   }
 };
 
-using BinaryFn = void (*)(cudaStream_t, const BroadcastIndex&, const void*, const void*, void*);
-using ScalarFn = void (*)(cudaStream_t, const void*, double, bool, void*, std::int64_t);
-using UnaryFn = void (*)(cudaStream_t, const void*, void*, std::int64_t);
 
 }  // namespace
-
-void binary(cudaStream_t stream, BinaryOp op, DType dt, const BroadcastIndex& index, const void* a,
-            const void* b, void* out) {
-  OpTable<BinaryOp, BinaryLaunch, BinaryFn>::get(op, dt)(stream, index, a, b, out);
-}
-
-void binary_scalar(cudaStream_t stream, BinaryOp op, DType dt, const void* a, double scalar, bool scalar_first,
-                   void* out, std::int64_t n) {
-  OpTable<BinaryOp, ScalarLaunch, ScalarFn>::get(op, dt)(stream, a, scalar, scalar_first, out, n);
-}
-
-void unary(cudaStream_t stream, UnaryOp op, DType dt, const void* in, void* out, std::int64_t n) {
-  OpTable<UnaryOp, UnaryLaunch, UnaryFn>::get(op, dt)(stream, in, out, n);
-}
 
 void bias_activation(cudaStream_t stream, DType dt, void* out, const void* bias, std::int64_t rows,
                      std::int64_t cols, std::optional<UnaryOp> act) {

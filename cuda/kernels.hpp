@@ -12,11 +12,6 @@ namespace mx::cuda {
 void fill(cudaStream_t stream, DType dt, void* out, std::int64_t n, double value);
 void arange(cudaStream_t stream, DType dt, void* out, std::int64_t n, double start, double step);
 void cast(cudaStream_t stream, DType from, const void* in, DType to, void* out, std::int64_t n);
-void binary(cudaStream_t stream, BinaryOp op, DType dt, const BroadcastIndex& index, const void* a,
-            const void* b, void* out);
-void binary_scalar(cudaStream_t stream, BinaryOp op, DType dt, const void* a, double scalar,
-                   bool scalar_first, void* out, std::int64_t n);
-void unary(cudaStream_t stream, UnaryOp op, DType dt, const void* in, void* out, std::int64_t n);
 // out = in * scale + shift (maps cuRAND's (0, 1] to (low, high]).
 void affine(cudaStream_t stream, DType dt, void* data, std::int64_t n, double scale, double shift);
 void bias_activation(cudaStream_t stream, DType dt, void* out, const void* bias, std::int64_t rows,

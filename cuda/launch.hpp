@@ -1,10 +1,14 @@
 #pragma once
-// Grid sizing shared by the kernels: 256-thread blocks, grid-stride loops, and 16-byte packs for
-// contiguous elementwise work (one 128-bit load or store per pack).
+// Grid sizing and the launch shared by the kernels: 256-thread blocks, grid-stride loops, and
+// 16-byte packs for contiguous elementwise work (one 128-bit load or store per pack).
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
+
+#include "cuda/check.hpp"
+#include "ndarray/ops/op.hpp"
 
 namespace mx::cuda {
 
@@ -29,6 +33,31 @@ __device__ __forceinline__ std::int64_t global_thread() {
 }
 __device__ __forceinline__ std::int64_t grid_stride() {
   return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+}
+
+// out[i] = f(in[i]); 16-byte packs when `packed` (both pointers aligned), then the tail.
+template <class T, class F>
+__global__ void map_elements(T* out, const T* in, std::int64_t n, bool packed, F f) {
+  using P = Pack<T>;
+  const std::int64_t packs = packed ? n / P::size : 0;
+  for (std::int64_t p = global_thread(); p < packs; p += grid_stride()) {
+    P x = reinterpret_cast<const P*>(in)[p];
+#pragma unroll
+    for (int j = 0; j < P::size; ++j) x.v[j] = f(x.v[j]);
+    reinterpret_cast<P*>(out)[p] = x;
+  }
+  for (std::int64_t i = packs * P::size + global_thread(); i < n; i += grid_stride()) out[i] = f(in[i]);
+}
+
+inline cudaStream_t stream_of(const op::ExecContext& ec) { return static_cast<cudaStream_t>(ec.stream); }
+
+// The one launch of a grid-stride kernel over `work` items on ec's stream: nothing for no work,
+// and a bad launch reported at once as mx::DeviceError naming op.
+template <class... Params, class... Args>
+void launch(const op::ExecContext& ec, const char* op, std::int64_t work, void (*kernel)(Params...), Args&&... args) {
+  if (work <= 0) return;
+  kernel<<<blocks_for(work), kThreads, 0, stream_of(ec)>>>(std::forward<Args>(args)...);
+  check_launch(op);
 }
 
 }  // namespace mx::cuda

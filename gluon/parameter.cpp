@@ -67,7 +67,7 @@ void Parameter::attach_grads() {
   state_->grads.clear();
   for (nd::NDArray& d : state_->data) {
     if (state_->grad_req == "null") {
-      d.set_autograd_node(nullptr);
+      d = d.detach();  // no longer a variable
       continue;
     }
     state_->grads.push_back(nd::zeros(d.shape(), d.context(), d.dtype()));

@@ -10,6 +10,7 @@
 #include "ndarray/creation.hpp"
 #include "ndarray/elementwise.hpp"
 #include "ndarray/manipulation.hpp"
+#include "ndarray/ops/elementwise_kernels.hpp"
 #include "ndarray/reduce.hpp"
 
 namespace mx::nd {
@@ -221,14 +222,13 @@ void update_in_place(BinaryOp op, NDArray& a, const NDArray& b) {
   // written: it is copied first, as NumPy does.
   const bool aligned = b.data() == a.data() && b.shape() == a.shape();
   const NDArray rhs = !aligned && a.shares_memory(b) ? b.copy() : b;
-  backend(a.context()).binary(a.context(), op, a.dtype(), make_broadcast_index(name, out, a.shape(), b.shape()),
-                              a.data(), rhs.data(), a.data());
+  op::invoke_into(op::binary_op(op), {a, rhs}, {a});
 }
 
 void update_in_place(BinaryOp op, NDArray& a, double b) {
   detail::check_not_none(op_name(op), a);
   check_not_recorded(op_name(op), a);
-  backend(a.context()).binary_scalar(a.context(), op, a.dtype(), a.data(), b, false, a.data(), a.size());
+  op::invoke_into(op::scalar_op(op), {a}, {a}, op::ScalarParams{b, false});
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 
 namespace mx::autograd {
 struct Node;
+struct NodeAccess;  // the library's access to set_autograd_node (ndarray/autograd_access.hpp)
 }
 
 namespace mx::nd {
@@ -108,9 +109,11 @@ class NDArray {
   // The same values without the recorded history (a handle to the same storage).
   NDArray detach() const;
   const std::shared_ptr<autograd::Node>& autograd_node() const { return node_; }
-  void set_autograd_node(std::shared_ptr<autograd::Node> node) { node_ = std::move(node); }
 
  private:
+  friend struct autograd::NodeAccess;
+  void set_autograd_node(std::shared_ptr<autograd::Node> node) { node_ = std::move(node); }
+
   // Copies the elements to host memory as dtype `as` (converting if needed).
   void copy_to_host(void* dst, DType as) const;
 

@@ -1,11 +1,14 @@
 #include "ndarray/autograd.hpp"
 
+#include "ndarray/autograd_access.hpp"
+
 #include <unordered_map>
 #include <unordered_set>
 
 #include "ndarray/checks.hpp"
 #include "ndarray/creation.hpp"
 #include "ndarray/elementwise.hpp"
+#include "ndarray/ops/op.hpp"
 
 namespace mx::autograd {
 namespace {
@@ -47,7 +50,7 @@ void mark_variable(nd::NDArray& x, const nd::NDArray& grad, const std::string& g
   node->leaf = true;
   node->accumulate = grad_req == "add";
   node->grad = grad;
-  x.set_autograd_node(std::move(node));
+  NodeAccess::set(x, std::move(node));
 }
 
 bool needs_record(const std::vector<const nd::NDArray*>& inputs) {
@@ -64,7 +67,7 @@ void record_op(const char* op, nd::NDArray& out, const std::vector<const nd::NDA
   node->op = op;
   for (const nd::NDArray* x : inputs) node->inputs.push_back(x ? x->autograd_node() : nullptr);
   node->backward = std::move(backward);
-  out.set_autograd_node(std::move(node));
+  NodeAccess::set(out, std::move(node));
 }
 
 namespace {
@@ -128,7 +131,8 @@ void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
       else grad.copyto(target);
       continue;
     }
-    const std::vector<nd::NDArray> input_grads = node->backward(grad);
+    const std::vector<nd::NDArray> input_grads =
+        node->invocation ? node->invocation->op->gradient(*node->invocation, {grad}) : node->backward(grad);
     for (std::size_t i = 0; i < node->inputs.size(); ++i) {
       Node* input = node->inputs[i].get();
       if (!input || i >= input_grads.size() || input_grads[i].is_none()) continue;

@@ -8,19 +8,27 @@
 //   x.grad();  // [2, 4, 6]
 //
 // Each recorded op stores a Node: the nodes of its inputs and a function from the output's
-// gradient to the inputs' gradients. Backward runs on the contexts of the forward pass.
+// gradient to the inputs' gradients. Ops of the op registry (ndarray/ops/op.hpp) record their
+// invocation (op, attributes, inputs, outputs), and backward calls the op's gradient on it.
+// Backward runs on the contexts of the forward pass.
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include "ndarray/array.hpp"
 
+namespace mx::op {
+struct Invocation;
+}
+
 namespace mx::autograd {
 
 struct Node {
   const char* op = "";
-  // Op nodes: the inputs' nodes (null where no gradient is needed) and the backward function.
+  // Op nodes: the inputs' nodes (null where no gradient is needed), and either the recorded
+  // invocation of a registered op or a backward function.
   std::vector<std::shared_ptr<Node>> inputs;
+  std::shared_ptr<const op::Invocation> invocation;
   std::function<std::vector<nd::NDArray>(const nd::NDArray& grad)> backward;
   // Leaves (attach_grad): the gradient buffer and whether gradients add up ("add") or overwrite.
   bool leaf = false;

@@ -1,8 +1,9 @@
 #pragma once
-// The backend interface: what a device must provide for NDArray to run on it. The CPU backend
-// lives in ndarray/cpu_backend.*; cuda/ implements the GPU one and gpu_backend() returns it.
-// Pointers are raw element pointers already offset to the array's first element; all arrays
-// are contiguous. Work may be queued asynchronously; synchronize() waits for it.
+// The backend interface: what a device must provide for NDArray to run on it: memory, copies, the
+// execution context of its ops, and the kernels not yet in the op registry (ndarray/ops/op.hpp).
+// The CPU backend lives in ndarray/cpu/backend.cpp; cuda/ implements the GPU one and gpu_backend()
+// returns it. Pointers are raw element pointers already offset to the array's first element; all
+// arrays are contiguous. Work may be queued asynchronously; synchronize() waits for it.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "ndarray/dtype.hpp"
 #include "ndarray/functors.hpp"
 #include "ndarray/op_kinds.hpp"
+#include "ndarray/ops/op.hpp"
 #include "ndarray/strided_index.hpp"
 
 namespace mx {
@@ -48,16 +50,15 @@ class Backend {
   virtual void copy_across(Context dst_ctx, void* dst, Context src_ctx, const void* src,
                            std::size_t bytes) = 0;
 
+  // The ExecContext of an op on ctx: for gpu(i), makes that device current and sets
+  // `previous_device` to the one leave() restores (-1: nothing to restore).
+  virtual op::ExecContext enter(Context ctx, const char* op, int& previous_device) = 0;
+  virtual void leave(int previous_device) noexcept = 0;
+
   virtual void fill(Context ctx, DType dt, void* out, std::int64_t n, double value) = 0;
   // out[i] = start + i * step (computed in double, then converted): arange, made on the device.
   virtual void arange(Context ctx, DType dt, void* out, std::int64_t n, double start, double step) = 0;
   virtual void cast(Context ctx, DType from, const void* in, DType to, void* out, std::int64_t n) = 0;
-  virtual void binary(Context ctx, BinaryOp op, DType dt, const BroadcastIndex& index,
-                      const void* a, const void* b, void* out) = 0;
-  // out = op(a, scalar), or op(scalar, a) when scalar_first.
-  virtual void binary_scalar(Context ctx, BinaryOp op, DType dt, const void* a, double scalar,
-                             bool scalar_first, void* out, std::int64_t n) = 0;
-  virtual void unary(Context ctx, UnaryOp op, DType dt, const void* in, void* out, std::int64_t n) = 0;
   // out (rows, cols) = act(out + bias[col]) in one pass (FullyConnected's epilogue). bias may be
   // null; no act means identity.
   virtual void bias_activation(Context ctx, DType dt, void* out, const void* bias, std::int64_t rows,

@@ -5,13 +5,10 @@
 namespace mx {
 
 const char* dtype_name(DType dt) {
-  switch (dt) {
-    case DType::float32: return "float32";
-    case DType::float64: return "float64";
-    case DType::int32: return "int32";
-    case DType::int64: return "int64";
-    case DType::uint8: return "uint8";
-  }
+#define NDG_DTYPE_NAME(NAME, TYPE) \
+  case DType::NAME: return #NAME;
+  switch (dt) { NDG_DTYPES(NDG_DTYPE_NAME) }
+#undef NDG_DTYPE_NAME
   return "unknown";
 }
 

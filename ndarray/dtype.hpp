@@ -10,14 +10,28 @@
 
 namespace mx {
 
-enum class DType : std::uint8_t { float32, float64, int32, int64, uint8 };
+// The one list of element types: X(name, C++ type). The enum, names, sizes and the runtime ->
+// compile-time dispatch below are all generated from it.
+#define NDG_DTYPES(X)            \
+  X(float32, float)              \
+  X(float64, double)             \
+  X(int32, std::int32_t)         \
+  X(int64, std::int64_t)         \
+  X(uint8, std::uint8_t)
+
+#define NDG_DTYPE_ENUM(NAME, TYPE) NAME,
+enum class DType : std::uint8_t { NDG_DTYPES(NDG_DTYPE_ENUM) };
+#undef NDG_DTYPE_ENUM
+
+#define NDG_DTYPE_COUNT(NAME, TYPE) +1
+inline constexpr std::size_t kNumDTypes = 0 NDG_DTYPES(NDG_DTYPE_COUNT);
+#undef NDG_DTYPE_COUNT
 
 constexpr std::size_t dtype_size(DType dt) {
-  switch (dt) {
-    case DType::float32: case DType::int32: return 4;
-    case DType::float64: case DType::int64: return 8;
-    case DType::uint8: return 1;
-  }
+#define NDG_DTYPE_SIZE(NAME, TYPE) \
+  case DType::NAME: return sizeof(TYPE);
+  switch (dt) { NDG_DTYPES(NDG_DTYPE_SIZE) }
+#undef NDG_DTYPE_SIZE
   return 0;
 }
 
@@ -27,23 +41,19 @@ const char* dtype_name(DType dt);  // "float32"
 std::ostream& operator<<(std::ostream& os, DType dt);
 
 template <class T> struct DTypeOf;
-template <> struct DTypeOf<float> { static constexpr DType value = DType::float32; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::float64; };
-template <> struct DTypeOf<std::int32_t> { static constexpr DType value = DType::int32; };
-template <> struct DTypeOf<std::int64_t> { static constexpr DType value = DType::int64; };
-template <> struct DTypeOf<std::uint8_t> { static constexpr DType value = DType::uint8; };
+#define NDG_DTYPE_OF(NAME, TYPE) \
+  template <> struct DTypeOf<TYPE> { static constexpr DType value = DType::NAME; };
+NDG_DTYPES(NDG_DTYPE_OF)
+#undef NDG_DTYPE_OF
 template <class T> inline constexpr DType dtype_of = DTypeOf<T>::value;
 
 // Calls fn(T{}) with T the C++ type of dt: the one place that turns a runtime dtype into a type.
 template <class Fn>
 decltype(auto) dispatch_dtype(DType dt, Fn&& fn) {
-  switch (dt) {
-    case DType::float32: return std::forward<Fn>(fn)(float{});
-    case DType::float64: return std::forward<Fn>(fn)(double{});
-    case DType::int32: return std::forward<Fn>(fn)(std::int32_t{});
-    case DType::int64: return std::forward<Fn>(fn)(std::int64_t{});
-    case DType::uint8: return std::forward<Fn>(fn)(std::uint8_t{});
-  }
+#define NDG_DTYPE_CASE(NAME, TYPE) \
+  case DType::NAME: return std::forward<Fn>(fn)(TYPE{});
+  switch (dt) { NDG_DTYPES(NDG_DTYPE_CASE) }
+#undef NDG_DTYPE_CASE
   throw DTypeError("unknown dtype code " + std::to_string(static_cast<int>(dt)));
 }
 

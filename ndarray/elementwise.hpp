@@ -53,19 +53,10 @@ NDG_BINARY_FUNCTION(lesser_equal, BinaryOp::less_equal)
 inline NDArray pow(const NDArray& a, const NDArray& b) { return binary(BinaryOp::power, a, b); }
 inline NDArray pow(const NDArray& a, double b) { return binary(BinaryOp::power, a, b); }
 
-#define NDG_UNARY_FUNCTION(NAME) \
+// One function per line of ndarray/ops/elementwise_list.hpp: nd::exp, nd::relu, nd::gelu, ...
+#define NDG_UNARY_FUNCTION(NAME, ...) \
   inline NDArray NAME(const NDArray& x) { return unary(UnaryOp::NAME, x); }
-NDG_UNARY_FUNCTION(negative)
-NDG_UNARY_FUNCTION(abs)
-NDG_UNARY_FUNCTION(square)
-NDG_UNARY_FUNCTION(sqrt)
-NDG_UNARY_FUNCTION(exp)
-NDG_UNARY_FUNCTION(log)
-NDG_UNARY_FUNCTION(relu)
-NDG_UNARY_FUNCTION(sigmoid)
-NDG_UNARY_FUNCTION(tanh)
-NDG_UNARY_FUNCTION(softrelu)
-NDG_UNARY_FUNCTION(sign)
+NDG_UNARY_OPS(NDG_UNARY_FUNCTION)
 #undef NDG_UNARY_FUNCTION
 
 }  // namespace mx::nd

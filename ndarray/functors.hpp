@@ -1,6 +1,6 @@
 #pragma once
-// Elementwise and reduction functors, one per op. The CPU loops and the CUDA kernels instantiate
-// the same functors, so the CPU result is the reference for the GPU one.
+// Functors of the random, optimizer and reduction kernels, shared by the CPU loops and the CUDA
+// kernels (the elementwise ones are generated in ndarray/ops/elementwise_functors.hpp).
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -9,54 +9,6 @@
 #include "ndarray/op_kinds.hpp"
 
 namespace mx::functors {
-
-// Transcendental functions run in float for float and in double for every other type, so that
-// integer instantiations call overloads that exist in device code too.
-template <class T> using MathType = std::conditional_t<std::is_same_v<T, float>, float, double>;
-
-template <BinaryOp op> struct Binary;
-#define NDG_BINARY(OP, EXPR)                                   \
-  template <> struct Binary<BinaryOp::OP> {                    \
-    template <class T> NDG_HD T operator()(T a, T b) const { return EXPR; } \
-  }
-NDG_BINARY(add, static_cast<T>(a + b));
-NDG_BINARY(subtract, static_cast<T>(a - b));
-NDG_BINARY(multiply, static_cast<T>(a * b));
-// Integer division by zero gives 0 instead of trapping.
-NDG_BINARY(divide, static_cast<T>(!std::is_floating_point_v<T> && b == T(0) ? T(0) : a / b));
-NDG_BINARY(power, static_cast<T>(std::pow(MathType<T>(a), MathType<T>(b))));
-NDG_BINARY(maximum, a > b ? a : b);
-NDG_BINARY(minimum, a < b ? a : b);
-NDG_BINARY(equal, T(a == b));
-NDG_BINARY(not_equal, T(a != b));
-NDG_BINARY(greater, T(a > b));
-NDG_BINARY(greater_equal, T(a >= b));
-NDG_BINARY(less, T(a < b));
-NDG_BINARY(less_equal, T(a <= b));
-#undef NDG_BINARY
-
-template <UnaryOp op> struct Unary;
-#define NDG_UNARY(OP, EXPR)                                    \
-  template <> struct Unary<UnaryOp::OP> {                      \
-    template <class T> NDG_HD T operator()(T x) const {        \
-      using M = MathType<T>;                                   \
-      (void)sizeof(M);                                         \
-      return EXPR;                                             \
-    }                                                          \
-  }
-NDG_UNARY(negative, static_cast<T>(-x));
-NDG_UNARY(abs, static_cast<T>(std::is_unsigned_v<T> || !(x < T(0)) ? x : -x));
-NDG_UNARY(square, static_cast<T>(x * x));
-NDG_UNARY(sqrt, static_cast<T>(std::sqrt(M(x))));
-NDG_UNARY(exp, static_cast<T>(std::exp(M(x))));
-NDG_UNARY(log, static_cast<T>(std::log(M(x))));
-NDG_UNARY(relu, x > T(0) ? x : T(0));
-NDG_UNARY(sigmoid, static_cast<T>(M(1) / (M(1) + std::exp(-M(x)))));
-NDG_UNARY(tanh, static_cast<T>(std::tanh(M(x))));
-// log(1 + exp(x)), without overflow for large x.
-NDG_UNARY(softrelu, static_cast<T>(M(x) > M(20) ? M(x) : std::log1p(std::exp(M(x)))));
-NDG_UNARY(sign, static_cast<T>(int(x > T(0)) - int(!std::is_unsigned_v<T> && x < T(0))));
-#undef NDG_UNARY
 
 // x * scale + shift with one rounding (fused multiply-add on host and device alike), so that
 // cpu(0) and GPUs map the same uniform draws to bit-identical values.

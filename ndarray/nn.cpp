@@ -7,6 +7,7 @@
 #include "ndarray/checks.hpp"
 #include "ndarray/elementwise.hpp"
 #include "ndarray/linalg.hpp"
+#include "ndarray/ops/elementwise_kernels.hpp"
 #include "ndarray/reduce.hpp"
 
 namespace mx::nd {
@@ -20,18 +21,6 @@ std::optional<UnaryOp> activation_of(const std::string& act_type) {
   if (act_type == "softrelu") return UnaryOp::softrelu;
   throw ValueError("FullyConnected: unknown act_type \"" + act_type +
                    "\"; valid: \"\", \"relu\", \"sigmoid\", \"tanh\", \"softrelu\"");
-}
-
-// d activation / d input from the activation's output y alone (the fused pass keeps no input):
-// the same derivatives as the elementwise ops' gradients, written in terms of y.
-NDArray activation_slope(UnaryOp act, const NDArray& y) {
-  switch (act) {
-    case UnaryOp::relu: return y > 0.0;
-    case UnaryOp::sigmoid: return y * (1.0 - y);
-    case UnaryOp::tanh: return 1.0 - square(y);
-    case UnaryOp::softrelu: return 1.0 - exp(-y);  // sigmoid(x), as y = log(1 + e^x)
-    default: throw ValueError(std::string("FullyConnected: no derivative for activation ") + op_name(act));
-  }
 }
 
 }  // namespace
@@ -82,7 +71,9 @@ NDArray FullyConnected(const NDArray& x, const NDArray& weight, const NDArray& b
   if (autograd::needs_record({&product, no_bias ? nullptr : &bias})) {
     autograd::record_op(op, out, {&product, no_bias ? nullptr : &bias},
                         [act, y = out.detach(), no_bias](const NDArray& g) {
-                          const NDArray g_in = act ? g * activation_slope(*act, y) : g;
+                          // The activation's own gradient kernel, fed y for x: activations write
+                          // their derivative from the output (ndarray/ops/elementwise_list.hpp).
+                          const NDArray g_in = act ? op::invoke1(op::unary_backward_op(*act), {g, y, y}) : g;
                           return std::vector<NDArray>{g_in, no_bias ? NDArray() : sum(g_in, 0)};
                         });
   }

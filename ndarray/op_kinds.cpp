@@ -2,18 +2,17 @@
 
 namespace mx {
 
+#define NDG_OP_NAME(NAME, ...) #NAME,
 const char* op_name(BinaryOp op) {
-  static const char* const names[] = {"add", "subtract", "multiply", "divide", "power", "maximum",
-                                      "minimum", "equal", "not_equal", "greater", "greater_equal",
-                                      "less", "less_equal"};
+  static const char* const names[] = {NDG_BINARY_OPS(NDG_OP_NAME)};
   return names[static_cast<int>(op)];
 }
 
 const char* op_name(UnaryOp op) {
-  static const char* const names[] = {"negative", "abs",   "square", "sqrt",     "exp", "log",
-                                      "relu",     "sigmoid", "tanh", "softrelu", "sign"};
+  static const char* const names[] = {NDG_UNARY_OPS(NDG_OP_NAME)};
   return names[static_cast<int>(op)];
 }
+#undef NDG_OP_NAME
 
 const char* op_name(ReduceOp op) {
   static const char* const names[] = {"sum", "max", "min", "argmax", "argmin"};
@@ -21,13 +20,10 @@ const char* op_name(ReduceOp op) {
 }
 
 bool needs_floating(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::sqrt: case UnaryOp::exp: case UnaryOp::log: case UnaryOp::sigmoid:
-    case UnaryOp::tanh: case UnaryOp::softrelu:
-      return true;
-    default:
-      return false;
-  }
+#define NDG_OP_FLOATING(NAME, FLOATING, ...) FLOATING,
+  static constexpr bool floating[] = {NDG_UNARY_OPS(NDG_OP_FLOATING)};
+#undef NDG_OP_FLOATING
+  return floating[static_cast<int>(op)];
 }
 
 }  // namespace mx

@@ -1,20 +1,16 @@
 #pragma once
-// The op families a backend implements. Each enum value indexes the backends' dispatch tables;
-// `count` is the table size.
+// The op kinds within the elementwise and reduction families (the elementwise ones generated from
+// ndarray/ops/elementwise_list.hpp); `count` is the number of kinds.
 #include <cstdint>
+
+#include "ndarray/ops/elementwise_list.hpp"
 
 namespace mx {
 
-enum class BinaryOp : std::uint8_t {
-  add, subtract, multiply, divide, power, maximum, minimum,
-  equal, not_equal, greater, greater_equal, less, less_equal,
-  count
-};
-
-enum class UnaryOp : std::uint8_t {
-  negative, abs, square, sqrt, exp, log, relu, sigmoid, tanh, softrelu, sign,
-  count
-};
+#define NDG_OP_ENUM(NAME, ...) NAME,
+enum class BinaryOp : std::uint8_t { NDG_BINARY_OPS(NDG_OP_ENUM) count };
+enum class UnaryOp : std::uint8_t { NDG_UNARY_OPS(NDG_OP_ENUM) count };
+#undef NDG_OP_ENUM
 
 enum class ReduceOp : std::uint8_t { sum, max, min, argmax, argmin, count };
 

@@ -1,6 +1,6 @@
 #pragma once
-// OpTable: a constexpr table [op][dtype] of pointers to Kernel<op, T>::run, so that backends
-// dispatch by indexing instead of switching over ops and dtypes.
+// OpTable: a constexpr table [op][dtype] of pointers to Kernel<op, T>::run, so that kernels
+// dispatch by indexing instead of switching over ops and dtypes. The dtypes are NDG_DTYPES.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -10,14 +10,13 @@
 
 namespace mx {
 
-inline constexpr std::size_t kNumDTypes = 5;  // the DType enumerators, in order
-
 template <class Enum, template <Enum, class> class Kernel, class Fn>
 struct OpTable {
   template <Enum op>
   static constexpr std::array<Fn, kNumDTypes> row() {
-    return {&Kernel<op, float>::run, &Kernel<op, double>::run, &Kernel<op, std::int32_t>::run,
-            &Kernel<op, std::int64_t>::run, &Kernel<op, std::uint8_t>::run};
+#define NDG_OP_TABLE_ENTRY(NAME, TYPE) &Kernel<op, TYPE>::run,
+    return {NDG_DTYPES(NDG_OP_TABLE_ENTRY)};
+#undef NDG_OP_TABLE_ENTRY
   }
   template <std::size_t... O>
   static constexpr auto build(std::index_sequence<O...>) {

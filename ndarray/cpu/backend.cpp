@@ -61,6 +61,12 @@ class CpuBackend final : public Backend {
     if (bytes) std::memmove(dst, src, bytes);
   }
 
+  op::ExecContext enter(Context ctx, const char*, int& previous_device) override {
+    previous_device = -1;
+    return {ctx, nullptr, 0};
+  }
+  void leave(int) noexcept override {}
+
   void fill(Context, DType dt, void* out, std::int64_t n, double value) override {
     cpu_kernels::fill(dt, out, n, value);
   }
@@ -69,17 +75,6 @@ class CpuBackend final : public Backend {
   }
   void cast(Context, DType from, const void* in, DType to, void* out, std::int64_t n) override {
     cpu_kernels::cast(from, in, to, out, n);
-  }
-  void binary(Context, BinaryOp op, DType dt, const BroadcastIndex& index, const void* a, const void* b,
-              void* out) override {
-    cpu_kernels::binary(op, dt, index, a, b, out);
-  }
-  void binary_scalar(Context, BinaryOp op, DType dt, const void* a, double scalar, bool scalar_first,
-                     void* out, std::int64_t n) override {
-    cpu_kernels::binary_scalar(op, dt, a, scalar, scalar_first, out, n);
-  }
-  void unary(Context, UnaryOp op, DType dt, const void* in, void* out, std::int64_t n) override {
-    cpu_kernels::unary(op, dt, in, out, n);
   }
   void bias_activation(Context, DType dt, void* out, const void* bias, std::int64_t rows, std::int64_t cols,
                        std::optional<UnaryOp> act) override {

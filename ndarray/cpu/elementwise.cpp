@@ -1,14 +1,12 @@
-// CPU elementwise loops: fill, cast, binary (broadcasting), binary with a scalar, unary, gather.
+// CPU loops of the backend ops: fill, arange, cast, affine, bias + activation, optimizer steps, gather.
 #include "ndarray/cpu/kernels.hpp"
 #include "ndarray/functors.hpp"
+#include "ndarray/ops/elementwise_functors.hpp"
 #include "ndarray/op_table.hpp"
 
 namespace mx::cpu_kernels {
 namespace {
 
-using BinaryFn = void (*)(const BroadcastIndex&, const void*, const void*, void*);
-using ScalarFn = void (*)(const void*, double, bool, void*, std::int64_t);
-using UnaryFn = void (*)(const void*, void*, std::int64_t);
 
 std::int64_t index_size(const StridedIndex<1>& index) {
   std::int64_t n = 1;
@@ -21,62 +19,12 @@ std::int64_t index_size(const BroadcastIndex& index) {
   return n;
 }
 
-template <BinaryOp op, class T>
-struct BinaryLoop {
-  static void run(const BroadcastIndex& index, const void* a_raw, const void* b_raw, void* out_raw) {
-    const T* a = static_cast<const T*>(a_raw);
-    const T* b = static_cast<const T*>(b_raw);
-    T* out = static_cast<T*>(out_raw);
-    const functors::Binary<op> f;
-    const std::int64_t n = index_size(index);
-    if (index.contiguous()) {
-#pragma omp parallel for simd if (n >= kParallelThreshold) schedule(static)
-      for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
-      return;
-    }
-#pragma omp parallel for if (n >= kParallelThreshold) schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) {
-      std::int64_t off[2];
-      index.offsets(i, off);
-      out[i] = f(a[off[0]], b[off[1]]);
-    }
-  }
-};
-
-template <BinaryOp op, class T>
-struct ScalarLoop {
-  static void run(const void* a_raw, double scalar, bool scalar_first, void* out_raw, std::int64_t n) {
-    const T* a = static_cast<const T*>(a_raw);
-    T* out = static_cast<T*>(out_raw);
-    const T s = static_cast<T>(scalar);
-    const functors::Binary<op> f;
-    if (scalar_first) {
-#pragma omp parallel for simd if (n >= kParallelThreshold) schedule(static)
-      for (std::int64_t i = 0; i < n; ++i) out[i] = f(s, a[i]);
-    } else {
-#pragma omp parallel for simd if (n >= kParallelThreshold) schedule(static)
-      for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i], s);
-    }
-  }
-};
-
-template <UnaryOp op, class T>
-struct UnaryLoop {
-  static void run(const void* in_raw, void* out_raw, std::int64_t n) {
-    const T* in = static_cast<const T*>(in_raw);
-    T* out = static_cast<T*>(out_raw);
-    const functors::Unary<op> f;
-#pragma omp parallel for simd if (n >= kParallelThreshold) schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
-  }
-};
-
 template <UnaryOp op, class T>
 struct BiasActivationLoop {
   static void run(void* out_raw, const void* bias_raw, std::int64_t rows, std::int64_t cols) {
     T* out = static_cast<T*>(out_raw);
     const T* bias = static_cast<const T*>(bias_raw);
-    const functors::Unary<op> act;
+    const op::UnaryForward<op> act;
 #pragma omp parallel for if (rows * cols >= kParallelThreshold) schedule(static)
     for (std::int64_t r = 0; r < rows; ++r) {
       T* row = out + r * cols;
@@ -90,7 +38,16 @@ struct BiasActivationLoop {
 void bias_activation(DType dt, void* out, const void* bias, std::int64_t rows, std::int64_t cols,
                      std::optional<UnaryOp> act) {
   if (!act) {
-    if (bias) binary(BinaryOp::add, dt, make_broadcast_index("bias_add", Shape{rows, cols}, Shape{rows, cols}, Shape{cols}), out, bias, out);
+    if (!bias) return;
+    dispatch_dtype(dt, [&](auto tag) {
+      using T = decltype(tag);
+      T* o = static_cast<T*>(out);
+      const T* b = static_cast<const T*>(bias);
+#pragma omp parallel for if (rows * cols >= kParallelThreshold) schedule(static)
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t c = 0; c < cols; ++c) o[r * cols + c] = static_cast<T>(o[r * cols + c] + b[c]);
+      }
+    });
     return;
   }
   using Fn = void (*)(void*, const void*, std::int64_t, std::int64_t);
@@ -127,19 +84,6 @@ void cast(DType from, const void* in_raw, DType to, void* out_raw, std::int64_t 
       for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<D>(in[i]);
     });
   });
-}
-
-void binary(BinaryOp op, DType dt, const BroadcastIndex& index, const void* a, const void* b, void* out) {
-  OpTable<BinaryOp, BinaryLoop, BinaryFn>::get(op, dt)(index, a, b, out);
-}
-
-void binary_scalar(BinaryOp op, DType dt, const void* a, double scalar, bool scalar_first, void* out,
-                   std::int64_t n) {
-  OpTable<BinaryOp, ScalarLoop, ScalarFn>::get(op, dt)(a, scalar, scalar_first, out, n);
-}
-
-void unary(UnaryOp op, DType dt, const void* in, void* out, std::int64_t n) {
-  OpTable<UnaryOp, UnaryLoop, UnaryFn>::get(op, dt)(in, out, n);
 }
 
 void affine(DType dt, void* data, std::int64_t n, double scale, double shift) {

@@ -13,12 +13,8 @@ inline constexpr std::int64_t kParallelThreshold = 1 << 15;
 void fill(DType dt, void* out, std::int64_t n, double value);
 void arange(DType dt, void* out, std::int64_t n, double start, double step);
 void cast(DType from, const void* in, DType to, void* out, std::int64_t n);
-void binary(BinaryOp op, DType dt, const BroadcastIndex& index, const void* a, const void* b, void* out);
-void binary_scalar(BinaryOp op, DType dt, const void* a, double scalar, bool scalar_first, void* out,
-                   std::int64_t n);
 // data = data * scale + shift, fused (see functors::Affine).
 void affine(DType dt, void* data, std::int64_t n, double scale, double shift);
-void unary(UnaryOp op, DType dt, const void* in, void* out, std::int64_t n);
 void bias_activation(DType dt, void* out, const void* bias, std::int64_t rows, std::int64_t cols,
                      std::optional<UnaryOp> act);
 void sgd_update(DType dt, void* weight, const void* grad, void* mom, std::int64_t n,

@@ -233,6 +233,8 @@ std::vector<OpCase> unary_cases() {
       {"sigmoid", {{s, -4.0, 4.0}}, [](const auto& v) { return nd::sigmoid(v[0]); }},
       {"tanh", {{s}}, [](const auto& v) { return nd::tanh(v[0]); }},
       {"softrelu", {{s, -4.0, 4.0}}, [](const auto& v) { return nd::softrelu(v[0]); }},
+      {"erf", {{s, -2.5, 2.5}}, [](const auto& v) { return nd::erf(v[0]); }},
+      {"gelu", {{s, -4.0, 4.0}}, [](const auto& v) { return nd::gelu(v[0]); }},
       // The NDArray methods.
       {"methods", {{s, 0.2, 3.0}}, [](const auto& v) {
          const nd::NDArray& x = v[0];

@@ -1,0 +1,151 @@
+#include "ndarray/ops/op.hpp"
+
+#include <map>
+#include <mutex>
+
+#include "ndarray/autograd_access.hpp"
+#include "ndarray/backend.hpp"
+#include "ndarray/describe.hpp"
+
+namespace mx::op {
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, const OpDef*, std::less<>> ops;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: ops may run during static destruction
+  return *r;
+}
+
+// Makes the context's device current for the kernel and restores the previous one after.
+class DeviceScope {
+ public:
+  DeviceScope(Context ctx, const char* op) : backend_(backend(ctx)), ec_(backend_.enter(ctx, op, previous_)) {}
+  ~DeviceScope() { backend_.leave(previous_); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+  const ExecContext& exec() const { return ec_; }
+
+ private:
+  Backend& backend_;
+  int previous_ = -1;
+  ExecContext ec_;
+};
+
+KernelFn kernel_for(const OpDef& op, Context ctx) {
+  const KernelFn kernel = ctx.is_cpu() ? op.cpu : op.gpu;
+  if (!kernel) throw Error(std::string(op.name) + ": no kernel for " + ctx.str());
+  return kernel;
+}
+
+void run(const Invocation& inv, Context ctx) {
+  const KernelFn kernel = kernel_for(*inv.op, ctx);
+  DeviceScope scope(ctx, inv.op->name);
+  kernel(scope.exec(), inv);
+}
+
+// Under autograd::record(), when some input carries history and the op has a gradient: the
+// invocation becomes the outputs' node, with the arrays detached so that the node does not own
+// its own history.
+void record(const std::shared_ptr<Invocation>& inv, std::vector<nd::NDArray>& outputs) {
+  if (!inv->op->gradient) return;
+  std::vector<const nd::NDArray*> operands;
+  for (const nd::NDArray& x : inv->inputs) operands.push_back(&x);
+  if (!autograd::needs_record(operands)) return;
+  auto node = std::make_shared<autograd::Node>();
+  node->op = inv->op->name;
+  for (nd::NDArray& x : inv->inputs) {
+    node->inputs.push_back(x.is_none() ? nullptr : x.autograd_node());
+    x = x.detach();
+  }
+  for (nd::NDArray& y : inv->outputs) y = y.detach();
+  node->invocation = inv;
+  for (nd::NDArray& y : outputs) autograd::NodeAccess::set(y, node);
+}
+
+}  // namespace
+
+Workspace::Workspace(const ExecContext& ec, std::size_t bytes)
+    : ctx_(ec.ctx), bytes_(bytes), data_(bytes ? backend(ec.ctx).allocate(ec.ctx, bytes) : nullptr) {}
+
+Workspace::~Workspace() {
+  if (data_) backend(ctx_).deallocate(ctx_, data_, bytes_);
+}
+
+const OpDef& register_op(const OpDef& def) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  const auto [it, inserted] = r.ops.emplace(def.name, &def);
+  if (!inserted && it->second != &def) throw Error(std::string("op registry: two ops named ") + def.name);
+  return def;
+}
+
+const OpDef* find_op(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  const auto it = r.ops.find(name);
+  return it == r.ops.end() ? nullptr : it->second;
+}
+
+std::vector<const OpDef*> registered_ops() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  std::vector<const OpDef*> out;
+  for (const auto& [name, def] : r.ops) out.push_back(def);
+  return out;
+}
+
+Context common_context(const char* op, const std::vector<nd::NDArray>& arrays) {
+  const nd::NDArray* first = nullptr;
+  for (const nd::NDArray& x : arrays) {
+    if (x.is_none()) continue;
+    if (!first) first = &x;
+    else if (x.context() != first->context()) nd::check_same_context(op, *first, x);
+  }
+  if (!first) throw ValueError(std::string(op) + ": no input array");
+  return first->context();
+}
+
+std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs, Params params) {
+  auto inv = std::make_shared<Invocation>();
+  inv->op = &op;
+  inv->params = params;
+  inv->inputs = std::move(inputs);
+  const Context ctx = common_context(op.name, inv->inputs);
+  std::vector<OutputSpec> specs;
+  op.infer(*inv, specs);
+  inv->outputs.reserve(specs.size());
+  for (const OutputSpec& spec : specs) inv->outputs.emplace_back(spec.shape, ctx, spec.dtype);
+  run(*inv, ctx);
+  std::vector<nd::NDArray> outputs = inv->outputs;
+  record(inv, outputs);
+  return outputs;
+}
+
+nd::NDArray invoke1(const OpDef& op, std::vector<nd::NDArray> inputs, Params params) {
+  return std::move(invoke(op, std::move(inputs), params)[0]);
+}
+
+void invoke_into(const OpDef& op, std::vector<nd::NDArray> inputs, std::vector<nd::NDArray> outputs, Params params) {
+  Invocation inv{&op, params, std::move(inputs), std::move(outputs)};
+  const Context ctx = common_context(op.name, inv.inputs);
+  std::vector<OutputSpec> specs;
+  op.infer(inv, specs);
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const nd::NDArray& out = inv.outputs.at(i);
+    nd::check_not_none(op.name, out);
+    if (out.context() != ctx) nd::check_same_context(op.name, inv.inputs.front(), out);
+    if (out.shape() != specs[i].shape || out.dtype() != specs[i].dtype) {
+      throw ShapeError(std::string(op.name) + ": output " + nd::describe(out) + " should be " +
+                       specs[i].shape.tuple_str() + " " + dtype_name(specs[i].dtype));
+    }
+  }
+  run(inv, ctx);
+}
+
+void run_kernel(const Invocation& inv) { run(inv, common_context(inv.op->name, inv.inputs)); }
+
+}  // namespace mx::op

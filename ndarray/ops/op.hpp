@@ -1,0 +1,139 @@
+#pragma once
+// The op layer: every registered op is one OpDef (name, shape/dtype inference, a kernel per device,
+// gradient, attributes), as an NNVM op with FInferShape / FCompute<cpu|gpu> / FGradient.
+//
+//   invoke(op, {a, b}, params)  checks that the operands share a context, infers the outputs,
+//                               allocates them, resolves the device once (ExecContext) and runs the
+//                               context's kernel; under autograd::record() it records the
+//                               Invocation, whose gradient is the OpDef's.
+//
+// An Invocation (op, params, inputs, outputs) is what autograd keeps per recorded op, and what a
+// traced graph replays: run_kernel(inv) runs it again without the front end. Internal header.
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ndarray/array.hpp"
+
+namespace mx::op {
+
+// An op's attributes: the op's own trivially copyable struct, kept inline (no allocation) and read
+// back with as<P>(). The type is checked on every read.
+class Params {
+ public:
+  static constexpr std::size_t kCapacity = 64;
+  Params() = default;
+  template <class P>
+  Params(const P& p) : type_(type_id<P>()) {  // NOLINT: implicit, so that invoke(op, {x}, P{...}) reads well
+    static_assert(std::is_trivially_copyable_v<P> && sizeof(P) <= kCapacity && alignof(P) <= 8);
+    std::memcpy(bytes_, &p, sizeof(P));
+  }
+  template <class P>
+  const P& as() const {
+    if (type_ != type_id<P>()) throw Error("op::Params: read as another type than it was written");
+    return *std::launder(reinterpret_cast<const P*>(bytes_));
+  }
+
+ private:
+  template <class P>
+  static const void* type_id() {
+    static const char id = 0;
+    return &id;
+  }
+  alignas(8) unsigned char bytes_[kCapacity] = {};
+  const void* type_ = type_id<void>();
+};
+
+// Where an op runs, resolved once per invocation: the context, and for gpu(i) its stream (as
+// void*, so that no CUDA type leaks out of cuda/) with that device made current.
+struct ExecContext {
+  Context ctx;
+  void* stream = nullptr;
+  int multiprocessors = 0;
+};
+
+// Scratch memory from the context's allocator for the span of a kernel; freed when it goes out of
+// scope (stream-ordered on a GPU: later work may reuse it, earlier work finishes first).
+class Workspace {
+ public:
+  Workspace(const ExecContext& ec, std::size_t bytes);
+  ~Workspace();
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  void* data() const { return data_; }
+  template <class T> T* as() const { return static_cast<T*>(data_); }
+
+ private:
+  Context ctx_;
+  std::size_t bytes_;
+  void* data_;
+};
+
+struct OpDef;
+
+// One call of an op: what autograd records and a graph replays.
+struct Invocation {
+  const OpDef* op = nullptr;
+  Params params;
+  std::vector<nd::NDArray> inputs;   // a none array for an absent optional input (no bias)
+  std::vector<nd::NDArray> outputs;
+};
+
+// Output i's shape and dtype, as inference gives them.
+struct OutputSpec {
+  Shape shape;
+  DType dtype = DType::float32;
+};
+
+using InferFn = void (*)(const Invocation& inv, std::vector<OutputSpec>& outputs);
+using KernelFn = void (*)(const ExecContext& ec, const Invocation& inv);
+// The inputs' gradients from the outputs' (one per output; a none array where no gradient
+// flows), as NDArrays computed with other registered ops. A none result: no gradient.
+using GradientFn = std::vector<nd::NDArray> (*)(const Invocation& inv, const std::vector<nd::NDArray>& out_grads);
+// The attributes as MXNet's symbol JSON writes them ("attrs": {"axis": "-1"}).
+using AttrsFn = std::vector<std::pair<std::string, std::string>> (*)(const Params& params);
+
+struct OpDef {
+  const char* name;       // MXNet's op name, as in symbol JSON
+  InferFn infer;          // throws mx::ShapeError / DTypeError / ValueError naming the op
+  KernelFn cpu;           // the reference loop
+  KernelFn gpu;           // the CUDA launch; null in a CPU-only build
+  GradientFn gradient;    // null: no gradient flows (comparisons, integer results)
+  AttrsFn attrs = nullptr;
+};
+
+// Registers an op at static initialisation (ops are defined with NDG_REGISTER_OP in their family
+// file) and finds one by name (nullptr if unknown).
+const OpDef& register_op(const OpDef& def);
+const OpDef* find_op(const std::string& name);
+std::vector<const OpDef*> registered_ops();
+
+// Runs op on inputs, allocating the outputs that inference describes.
+std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs, Params params = {});
+nd::NDArray invoke1(const OpDef& op, std::vector<nd::NDArray> inputs, Params params = {});
+// Runs op writing into existing outputs (in-place updates such as sgd_update, or out=): their
+// shapes and dtypes must be those inference gives.
+void invoke_into(const OpDef& op, std::vector<nd::NDArray> inputs, std::vector<nd::NDArray> outputs,
+                 Params params = {});
+
+// The kernel of inv's context on inv's arrays, without inference or recording (graph replay).
+void run_kernel(const Invocation& inv);
+
+// The one context of an invocation's arrays (the first non-none input's); mx::ContextMismatch
+// naming the op when two differ.
+Context common_context(const char* op, const std::vector<nd::NDArray>& arrays);
+
+}  // namespace mx::op
+
+// The GPU launch of a kernel, or nullptr in a CPU-only build: lets an op's definition name both.
+#ifdef NDG_HAVE_CUDA
+#define NDG_GPU_KERNEL(fn) (&(fn))
+#else
+#define NDG_GPU_KERNEL(fn) nullptr
+#endif

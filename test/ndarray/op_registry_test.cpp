@@ -1,0 +1,83 @@
+// The op registry (ndarray/ops/op.hpp): every elementwise op is registered once under its name with
+// its kernels and gradient; autograd records the invocation (op, attributes, inputs, outputs), and
+// run_kernel replays a recorded invocation on new input values without the front end, as a traced
+// graph will. Numeric cases run on every context.
+#include "test/support/boost_test.hpp"
+#include "test/support/contexts.hpp"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <ndarray/ndarray.hpp>
+
+#include "ndarray/ops/op.hpp"
+
+namespace nd = mx::nd;
+namespace op = mx::op;
+namespace tt = boost::test_tools;
+
+BOOST_AUTO_TEST_SUITE(op_registry)
+
+BOOST_AUTO_TEST_CASE(every_elementwise_op_is_registered_with_its_kernels) {
+  const bool cuda_build = mx::built_with_cuda();
+  for (const char* name : {"negative", "exp", "relu", "erf", "gelu", "add", "power", "less_equal", "_add_scalar",
+                           "_power_scalar", "_backward_gelu", "_backward_multiply"}) {
+    BOOST_TEST_CONTEXT(name) {
+      const op::OpDef* def = op::find_op(name);
+      BOOST_TEST_REQUIRE(def != nullptr);
+      BOOST_TEST(std::string(def->name) == name);
+      BOOST_TEST(def->infer != nullptr);
+      BOOST_TEST(def->cpu != nullptr);
+      BOOST_TEST((def->gpu != nullptr) == cuda_build);
+    }
+  }
+  // Differentiable ops carry a gradient; comparisons and sign do not.
+  BOOST_TEST(op::find_op("gelu")->gradient != nullptr);
+  BOOST_TEST(op::find_op("erf")->gradient != nullptr);
+  BOOST_TEST(op::find_op("greater")->gradient == nullptr);
+  BOOST_TEST(op::find_op("sign")->gradient == nullptr);
+  BOOST_TEST(op::find_op("no_such_op") == nullptr);
+  BOOST_TEST(op::registered_ops().size() >= 4 * 13 + 2 * 13);
+}
+
+BOOST_AUTO_TEST_CASE(autograd_records_the_invocation_and_replays_it) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray x = nd::array({-1.0, 0.5, 2.0}, ctx);
+    x.attach_grad();
+    nd::NDArray y;
+    {
+      auto scope = mx::autograd::record();
+      y = nd::gelu(x) * 3.0;
+    }
+    const auto& node = y.autograd_node();
+    BOOST_TEST_REQUIRE(node != nullptr);
+    BOOST_TEST_REQUIRE(node->invocation != nullptr);
+    const op::Invocation& mul = *node->invocation;
+    BOOST_TEST(std::string(mul.op->name) == "_multiply_scalar");
+    BOOST_TEST(mul.op->attrs(mul.params).at(0).first == "scalar");
+    BOOST_TEST(std::stod(mul.op->attrs(mul.params).at(0).second) == 3.0);
+    // Its input is the recorded gelu, whose invocation names x's storage.
+    const auto& gelu_node = node->inputs.at(0);
+    BOOST_TEST_REQUIRE(gelu_node->invocation != nullptr);
+    const op::Invocation& gelu = *gelu_node->invocation;
+    BOOST_TEST(std::string(gelu.op->name) == "gelu");
+    BOOST_TEST(gelu.inputs.at(0).data() == x.data());
+    // Replay with new input values, without the front end: the outputs follow.
+    x.fill(1.0);
+    op::run_kernel(gelu);
+    op::run_kernel(mul);
+    const double gelu1 = 0.5 * (1 + std::erf(1 / std::sqrt(2.0)));
+    BOOST_TEST(y.asvector<double>() == std::vector<double>(3, 3 * gelu1), tt::tolerance(1e-6) << tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(params_are_read_as_the_type_they_were_written) {
+  struct A { int v; };
+  struct B { int v; };
+  const op::Params p = A{7};
+  BOOST_TEST(p.as<A>().v == 7);
+  BOOST_CHECK_THROW(p.as<B>(), mx::Error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
