@@ -10,8 +10,6 @@
 #include <optional>
 #include <vector>
 
-#include <xtensor/xarray.hpp>
-
 #include "context/context.hpp"
 #include "ndarray/dtype.hpp"
 #include "ndarray/shape.hpp"
@@ -94,7 +92,9 @@ class NDArray {
   // Host access: waits for queued work, then copies to the host (converting to T).
   template <class T> T asscalar() const;
   template <class T = float> std::vector<T> asvector() const;
-  template <class T = float> xt::xarray<T> asxtensor() const;
+  // An xt::xarray<T> of this shape. Defined in ndarray/xtensor.hpp (which ndarray/ndarray.hpp
+  // includes), so that xtensor stays out of this header.
+  template <class T = float> auto asxtensor() const;
   void wait_to_read() const;
 
   // The first element's address on the array's context (for backends and interop).
@@ -140,14 +140,6 @@ std::vector<T> NDArray::asvector() const {
   std::vector<T> values(static_cast<std::size_t>(size()));
   copy_to_host(values.data(), dtype_of<T>);
   return values;
-}
-
-template <class T>
-xt::xarray<T> NDArray::asxtensor() const {
-  std::vector<std::size_t> dims(shape_.begin(), shape_.end());
-  xt::xarray<T> out(dims);
-  copy_to_host(out.data(), dtype_of<T>);
-  return out;
 }
 
 }  // namespace mx::nd

@@ -4,8 +4,6 @@
 #include <initializer_list>
 #include <vector>
 
-#include <xtensor/xarray.hpp>
-
 #include "ndarray/array.hpp"
 
 namespace mx::nd {
@@ -37,6 +35,7 @@ NDArray array(std::initializer_list<std::initializer_list<double>> rows,
               Context ctx = current_context(), DType dtype = DType::float32);
 
 // From host data of any element type, reshaped to `shape` and converted to `dtype`.
+// (From an xt::xarray: ndarray/xtensor.hpp.)
 NDArray array(const void* data, DType data_dtype, const Shape& shape, Context ctx, DType dtype);
 
 template <class T>
@@ -48,13 +47,6 @@ NDArray array(const std::vector<T>& values, const Shape& shape, Context ctx = cu
                      std::to_string(shape.numel()) + " elements)");
   }
   return array(values.data(), dtype_of<T>, shape, ctx, dtype);
-}
-
-template <class T>
-NDArray array(const xt::xarray<T>& values, Context ctx = current_context(), DType dtype = dtype_of<T>) {
-  std::vector<std::int64_t> dims(values.shape().begin(), values.shape().end());
-  const xt::xarray<T> contiguous = values;  // row-major copy
-  return array(contiguous.data(), dtype_of<T>, Shape(dims), ctx, dtype);
 }
 
 }  // namespace mx::nd

@@ -18,6 +18,7 @@
 #include "ndarray/random.hpp"
 #include "ndarray/reduce.hpp"
 #include "ndarray/softmax.hpp"
+#include "ndarray/xtensor.hpp"  // asxtensor, nd::array from xtensor
 
 namespace mx::nd {
 
