@@ -10,7 +10,8 @@
 
 // X(name, floating_only, differentiable, forward(x), dy/dx(x, y))
 // Activations (relu, sigmoid, tanh, softrelu) write dy/dx from y alone: FullyConnected's fused
-// epilogue keeps only its output.
+// epilogue keeps only its output. gelu is the exact (erf) GELU; 1 + erf(x/sqrt(2)) is written as
+// erfc(-x/sqrt(2)), which does not cancel for negative x.
 #define NDG_UNARY_OPS(X)                                                                              \
   X(negative, false, true, -x, M(-1))                                                              \
   X(abs, false, true, (std::is_unsigned_v<T> || !(x < T(0)) ? x : T(-x)), M(x > T(0)) - M(x < T(0))) \
@@ -24,8 +25,8 @@
   X(softrelu, true, true, (M(x) > M(20) ? M(x) : std::log1p(std::exp(M(x)))), -std::expm1(-M(y)))     \
   X(sign, false, false, int(x > T(0)) - int(!std::is_unsigned_v<T> && x < T(0)), M(0))                    \
   X(erf, true, true, std::erf(M(x)), M(1.1283791670955126) * std::exp(-M(x) * M(x)))                  \
-  X(gelu, true, true, M(0.5) * M(x) * (M(1) + std::erf(M(x) * M(0.7071067811865476))),                \
-    M(0.5) * (M(1) + std::erf(M(x) * M(0.7071067811865476))) +                                        \
+  X(gelu, true, true, M(0.5) * M(x) * std::erfc(M(x) * M(-0.7071067811865476)),                     \
+    M(0.5) * std::erfc(M(x) * M(-0.7071067811865476)) +                                               \
         M(x) * M(0.3989422804014327) * std::exp(M(-0.5) * M(x) * M(x)))
 
 // X(name, differentiable, forward(a, b), dy/da(a, b, y), dy/db(a, b, y))

@@ -441,7 +441,7 @@ BOOST_AUTO_TEST_CASE(unary_math_matches_std) {
       {"log", nd::log, [](double v) { return std::log(v); }, true},
       {"erf", nd::erf, [](double v) { return std::erf(v); }, false},
       // The exact (erf) GELU, as MXNet's LeakyReLU(act_type='gelu') and torch's gelu.
-      {"gelu", nd::gelu, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }, false},
+      {"gelu", nd::gelu, [](double v) { return 0.5 * v * std::erfc(-v / std::sqrt(2.0)); }, false},
   };
   ndg_test::for_each_context([&](mx::Context ctx) {
     for (const DType dt : kFloatDTypes) {
