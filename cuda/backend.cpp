@@ -33,7 +33,9 @@ class OnDevice {
 class GpuBackend final : public Backend {
  public:
   void* allocate(Context ctx, std::size_t bytes) override { return cuda::device_allocate(ctx.device_id(), bytes); }
-  void deallocate(Context ctx, void* ptr, std::size_t) noexcept override { cuda::device_free(ctx.device_id(), ptr); }
+  void deallocate(Context ctx, void* ptr, std::size_t bytes) noexcept override {
+    cuda::device_free(ctx.device_id(), ptr, bytes);
+  }
   MemoryStats memory_stats(Context ctx) override { return cuda::device_memory_stats(ctx.device_id()); }
   void empty_cache(Context ctx) override { cuda::device_empty_cache(ctx.device_id()); }
 
@@ -131,7 +133,7 @@ class GpuBackend final : public Backend {
     const std::size_t scratch_bytes = cuda::reduce_scratch_bytes(on.device().multiprocessors(), shape);
     void* scratch = scratch_bytes ? cuda::device_allocate(ctx.device_id(), scratch_bytes) : nullptr;
     cuda::reduce(on.stream(), on.device().multiprocessors(), op, dt, in, out, shape, scratch);
-    if (scratch) cuda::device_free(ctx.device_id(), scratch);  // stream-ordered after the kernels
+    if (scratch) cuda::device_free(ctx.device_id(), scratch, scratch_bytes);  // stream-ordered after the kernels
   }
   void gemm(Context ctx, DType dt, const GemmArgs& args, const void* a, const void* b, void* c) override {
     OnDevice on(ctx, "dot");
