@@ -3,24 +3,8 @@
 #include "ndarray/checks.hpp"
 #include "ndarray/creation.hpp"
 #include "ndarray/elementwise.hpp"
-#include "ndarray/reduce.hpp"
 
 namespace mx::nd {
-
-NDArray log_softmax(const NDArray& x, int axis) {
-  detail::check_floating("log_softmax", x);
-  normalize_axis("log_softmax", axis, x.shape());
-  // The shift is a constant for the gradient: it cancels out of log_softmax.
-  const NDArray shifted = x - max(x, axis, true).detach();
-  return shifted - log(sum(exp(shifted), axis, true));
-}
-
-NDArray softmax(const NDArray& x, int axis) {
-  detail::check_floating("softmax", x);
-  normalize_axis("softmax", axis, x.shape());
-  const NDArray e = exp(x - max(x, axis, true).detach());
-  return e / sum(e, axis, true);
-}
 
 NDArray one_hot(const NDArray& indices, std::int64_t depth, DType dtype) {
   detail::check_not_none("one_hot", indices);

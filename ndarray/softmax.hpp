@@ -1,5 +1,6 @@
 #pragma once
-// softmax, log_softmax and one_hot, as mx.nd (composed of recorded ops, so differentiable).
+// softmax, log_softmax and one_hot, as mx.nd. softmax and log_softmax are registered ops with
+// fused kernels (ndarray/ops/softmax.cpp); one_hot is composed of other ops.
 #include "ndarray/array.hpp"
 
 namespace mx::nd {

@@ -1,0 +1,113 @@
+// The softmax family: softmax and log_softmax along an axis, each one fused pass (max, sum of
+// exponentials, result) instead of five elementwise and reduction ops. Here: the front ends,
+// inference, gradients and the CPU loops; the CUDA launches are in cuda/ops/softmax.cu.
+#include "ndarray/softmax.hpp"
+
+#include <cmath>
+
+#include "ndarray/checks.hpp"
+#include "ndarray/elementwise.hpp"
+#include "ndarray/ops/softmax_kernels.hpp"
+#include "ndarray/reduce.hpp"
+
+namespace mx::op {
+namespace {
+
+using nd::NDArray;
+
+constexpr std::int64_t kParallelThreshold = 1 << 15;
+
+// The CPU reference: each (outer, inner) line of `length` elements, max-shifted so that exp
+// cannot overflow.
+template <class T>
+void softmax_cpu_loop(const T* x, T* y, ReduceShape s, bool log) {
+  const std::int64_t lines = s.outer * s.inner;
+#pragma omp parallel for if (lines * s.length >= kParallelThreshold) schedule(static)
+  for (std::int64_t line = 0; line < lines; ++line) {
+    const std::int64_t o = line / s.inner, i = line % s.inner;
+    const T* in = x + o * s.length * s.inner + i;
+    T* out = y + o * s.length * s.inner + i;
+    T max = in[0];
+    for (std::int64_t k = 1; k < s.length; ++k) max = in[k * s.inner] > max ? in[k * s.inner] : max;
+    T sum = 0;
+    for (std::int64_t k = 0; k < s.length; ++k) sum += std::exp(in[k * s.inner] - max);
+    const T log_sum = std::log(sum);
+    for (std::int64_t k = 0; k < s.length; ++k) {
+      const T shifted = in[k * s.inner] - max;
+      out[k * s.inner] = log ? shifted - log_sum : std::exp(shifted) / sum;
+    }
+  }
+}
+
+void softmax_cpu(const ExecContext&, const Invocation& inv) {
+  const auto& p = inv.params.as<SoftmaxParams>();
+  const ReduceShape s = softmax_shape(inv);
+  if (s.length == 0 || inv.outputs[0].size() == 0) return;
+  dispatch_floating(inv.inputs[0].dtype(), inv.op->name, [&](auto tag) {
+    using T = decltype(tag);
+    softmax_cpu_loop(static_cast<const T*>(inv.inputs[0].data()), static_cast<T*>(inv.outputs[0].data()), s, p.log);
+  });
+}
+
+void softmax_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const NDArray& x = inv.inputs[0];
+  nd::check_floating(inv.op->name, x);
+  normalize_axis(inv.op->name, inv.params.as<SoftmaxParams>().axis, x.shape());
+  out = {{x.shape(), x.dtype()}};
+}
+
+// log_softmax: dx = g - softmax * sum(g); softmax: dx = y * (g - sum(g * y)), sums along the axis.
+std::vector<NDArray> softmax_gradient(const Invocation& inv, const std::vector<NDArray>& g) {
+  const auto& p = inv.params.as<SoftmaxParams>();
+  const NDArray& y = inv.outputs[0];
+  if (p.log) return {g[0] - nd::exp(y) * nd::sum(g[0], p.axis, true)};
+  return {y * (g[0] - nd::sum(g[0] * y, p.axis, true))};
+}
+
+std::vector<std::pair<std::string, std::string>> softmax_attrs(const Params& params) {
+  return {{"axis", std::to_string(params.as<SoftmaxParams>().axis)}};
+}
+
+const OpDef& softmax_def() {
+  static const OpDef def{"softmax", &softmax_infer, &softmax_cpu, NDG_GPU_KERNEL(gpu::softmax), &softmax_gradient,
+                         &softmax_attrs};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+const OpDef& log_softmax_def() {
+  static const OpDef def{"log_softmax", &softmax_infer, &softmax_cpu, NDG_GPU_KERNEL(gpu::softmax),
+                         &softmax_gradient, &softmax_attrs};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+[[maybe_unused]] const bool family_registered = (softmax_def(), log_softmax_def(), true);
+
+}  // namespace
+
+ReduceShape softmax_shape(const Invocation& inv) {
+  const Shape& shape = inv.inputs[0].shape();
+  const int axis = normalize_axis(inv.op->name, inv.params.as<SoftmaxParams>().axis, shape);
+  ReduceShape s;
+  for (int d = 0; d < shape.ndim(); ++d) {
+    if (d < axis) s.outer *= shape[d];
+    else if (d == axis) s.length = shape[d];
+    else s.inner *= shape[d];
+  }
+  return s;
+}
+
+}  // namespace mx::op
+
+namespace mx::nd {
+
+NDArray softmax(const NDArray& x, int axis) {
+  check_not_none("softmax", x);
+  return op::invoke1(op::softmax_def(), {x}, op::SoftmaxParams{axis, false});
+}
+
+NDArray log_softmax(const NDArray& x, int axis) {
+  check_not_none("log_softmax", x);
+  return op::invoke1(op::log_softmax_def(), {x}, op::SoftmaxParams{axis, true});
+}
+
+}  // namespace mx::nd
