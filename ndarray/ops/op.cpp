@@ -50,11 +50,15 @@ void run(const Invocation& inv, Context ctx) {
 // Under autograd::record(), when some input carries history and the op has a gradient: the
 // invocation becomes the outputs' node, with the arrays detached so that the node does not own
 // its own history.
-void record(const std::shared_ptr<Invocation>& inv, std::vector<nd::NDArray>& outputs) {
-  if (!inv->op->gradient) return;
+bool should_record(const Invocation& inv) {
+  if (!inv.op->gradient || !autograd::is_recording()) return false;
   std::vector<const nd::NDArray*> operands;
-  for (const nd::NDArray& x : inv->inputs) operands.push_back(&x);
-  if (!autograd::needs_record(operands)) return;
+  for (const nd::NDArray& x : inv.inputs) operands.push_back(&x);
+  return autograd::needs_record(operands);
+}
+
+void record(Invocation&& recorded, std::vector<nd::NDArray>& outputs) {
+  auto inv = std::make_shared<Invocation>(std::move(recorded));
   auto node = std::make_shared<autograd::Node>();
   node->op = inv->op->name;
   for (nd::NDArray& x : inv->inputs) {
@@ -62,7 +66,7 @@ void record(const std::shared_ptr<Invocation>& inv, std::vector<nd::NDArray>& ou
     x = x.detach();
   }
   for (nd::NDArray& y : inv->outputs) y = y.detach();
-  node->invocation = inv;
+  node->invocation = std::move(inv);
   for (nd::NDArray& y : outputs) autograd::NodeAccess::set(y, node);
 }
 
@@ -110,18 +114,15 @@ Context common_context(const char* op, const std::vector<nd::NDArray>& arrays) {
 }
 
 std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs, Params params) {
-  auto inv = std::make_shared<Invocation>();
-  inv->op = &op;
-  inv->params = params;
-  inv->inputs = std::move(inputs);
-  const Context ctx = common_context(op.name, inv->inputs);
+  Invocation inv{&op, params, std::move(inputs), {}};
+  const Context ctx = common_context(op.name, inv.inputs);
   std::vector<OutputSpec> specs;
-  op.infer(*inv, specs);
-  inv->outputs.reserve(specs.size());
-  for (const OutputSpec& spec : specs) inv->outputs.emplace_back(spec.shape, ctx, spec.dtype);
-  run(*inv, ctx);
-  std::vector<nd::NDArray> outputs = inv->outputs;
-  record(inv, outputs);
+  op.infer(inv, specs);
+  inv.outputs.reserve(specs.size());
+  for (const OutputSpec& spec : specs) inv.outputs.emplace_back(spec.shape, ctx, spec.dtype);
+  run(inv, ctx);
+  std::vector<nd::NDArray> outputs = inv.outputs;
+  if (should_record(inv)) record(std::move(inv), outputs);
   return outputs;
 }
 
