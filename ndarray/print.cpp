@@ -343,7 +343,7 @@ class ArrayPrinter {
   }
 
   const std::vector<T>& values_;
-  const std::vector<std::int64_t>& dims_;
+  const std::vector<std::int64_t> dims_;
   std::vector<std::int64_t> strides_;  // in elements
   bool summarise_;
   const Format& format_;

@@ -8,20 +8,20 @@ namespace mx {
 
 std::int64_t Shape::numel() const {
   std::int64_t n = 1;
-  for (auto d : dims_) n *= d;
+  for (auto d : *this) n *= d;
   return n;
 }
 
 std::string Shape::str() const {
   std::string out;
-  for (std::size_t i = 0; i < dims_.size(); ++i) out += (i ? "x" : "") + std::to_string(dims_[i]);
+  for (int i = 0; i < ndim(); ++i) out += (i ? "x" : "") + std::to_string((*this)[i]);
   return out;
 }
 
 std::string Shape::tuple_str() const {
   std::string out = "(";
-  for (std::size_t i = 0; i < dims_.size(); ++i) out += (i ? ", " : "") + std::to_string(dims_[i]);
-  return out + (dims_.size() == 1 ? ",)" : ")");
+  for (int i = 0; i < ndim(); ++i) out += (i ? ", " : "") + std::to_string((*this)[i]);
+  return out + (ndim() == 1 ? ",)" : ")");
 }
 
 std::ostream& operator<<(std::ostream& os, const Shape& shape) { return os << shape.tuple_str(); }

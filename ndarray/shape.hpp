@@ -1,6 +1,8 @@
 #pragma once
 // Shape: the extent of each axis, built from {2, 3}. It is a container of extents, as MXNet's TShape:
 // size() and ndim() count the axes, numel() multiplies the extents (1 for a 0-dimensional shape).
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
@@ -12,27 +14,42 @@ namespace mx {
 class Shape {
  public:
   Shape() = default;
-  Shape(std::initializer_list<std::int64_t> dims) : dims_(dims) {}
-  explicit Shape(std::vector<std::int64_t> dims) : dims_(std::move(dims)) {}
+  Shape(std::initializer_list<std::int64_t> dims) { assign(dims.begin(), dims.size()); }
+  explicit Shape(const std::vector<std::int64_t>& dims) { assign(dims.data(), dims.size()); }
 
-  int ndim() const { return static_cast<int>(dims_.size()); }
-  std::size_t size() const { return dims_.size(); }  // the number of axes, as std::vector's size()
-  bool empty() const { return dims_.empty(); }
+  int ndim() const { return static_cast<int>(ndim_); }
+  std::size_t size() const { return ndim_; }  // the number of axes, as std::vector's size()
+  bool empty() const { return ndim_ == 0; }
   std::int64_t numel() const;  // product of the extents
-  std::int64_t operator[](int axis) const { return dims_[static_cast<std::size_t>(axis)]; }
-  std::int64_t& operator[](int axis) { return dims_[static_cast<std::size_t>(axis)]; }
-  const std::vector<std::int64_t>& dims() const { return dims_; }
-  auto begin() const { return dims_.begin(); }
-  auto end() const { return dims_.end(); }
+  std::int64_t operator[](int axis) const { return data()[axis]; }
+  std::int64_t& operator[](int axis) { return data()[axis]; }
+  std::vector<std::int64_t> dims() const { return {begin(), end()}; }
+  const std::int64_t* begin() const { return data(); }
+  const std::int64_t* end() const { return data() + ndim_; }
 
   std::string str() const;        // "2x3", as MXNet prints it after an array
   std::string tuple_str() const;  // "(2, 3)", as in Python
 
-  friend bool operator==(const Shape& a, const Shape& b) { return a.dims_ == b.dims_; }
+  friend bool operator==(const Shape& a, const Shape& b) {
+    return a.ndim_ == b.ndim_ && std::equal(a.begin(), a.end(), b.begin());
+  }
   friend bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
 
  private:
-  std::vector<std::int64_t> dims_;
+  // Up to kInline axes are stored in the object itself, so that copying a shape (every array
+  // handle and op does) allocates nothing; more axes go to the heap.
+  static constexpr std::size_t kInline = 8;
+  void assign(const std::int64_t* dims, std::size_t n) {
+    ndim_ = n;
+    if (n > kInline) heap_.assign(dims, dims + n);
+    else std::copy(dims, dims + n, inline_.begin());
+  }
+  const std::int64_t* data() const { return ndim_ > kInline ? heap_.data() : inline_.data(); }
+  std::int64_t* data() { return ndim_ > kInline ? heap_.data() : inline_.data(); }
+
+  std::size_t ndim_ = 0;
+  std::array<std::int64_t, kInline> inline_{};
+  std::vector<std::int64_t> heap_;
 };
 
 std::ostream& operator<<(std::ostream& os, const Shape& shape);  // (2, 3)
