@@ -109,31 +109,16 @@ class GpuBackend final : public Backend {
     OnDevice on(ctx, "astype");
     cuda::cast(on.stream(), from, in, to, out, n);
   }
-  void bias_activation(Context ctx, DType dt, void* out, const void* bias, std::int64_t rows, std::int64_t cols,
-                       std::optional<UnaryOp> act) override {
-    OnDevice on(ctx, "dense");
-    cuda::bias_activation(on.stream(), dt, out, bias, rows, cols, act);
-  }
-  void sgd_update(Context ctx, DType dt, void* weight, const void* grad, void* mom, std::int64_t n,
-                  const functors::OptimizerStep& step) override {
-    OnDevice on(ctx, "sgd_update");
-    cuda::sgd_update(on.stream(), dt, weight, grad, mom, n, step);
-  }
-  void adam_update(Context ctx, DType dt, void* weight, const void* grad, void* mean, void* var, std::int64_t n,
-                   const functors::OptimizerStep& step) override {
-    OnDevice on(ctx, "adam_update");
-    cuda::adam_update(on.stream(), dt, weight, grad, mean, var, n, step);
-  }
   void gather(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) override {
     OnDevice on(ctx, "transpose");
     cuda::gather(on.stream(), dt, index, in, out);
   }
   void reduce(Context ctx, ReduceOp op, DType dt, const void* in, void* out, ReduceShape shape) override {
     OnDevice on(ctx, op_name(op));
-    const std::size_t scratch_bytes = cuda::reduce_scratch_bytes(on.device().multiprocessors(), shape);
-    void* scratch = scratch_bytes ? cuda::device_allocate(ctx.device_id(), scratch_bytes) : nullptr;
-    cuda::reduce(on.stream(), on.device().multiprocessors(), op, dt, in, out, shape, scratch);
-    if (scratch) cuda::device_free(ctx.device_id(), scratch, scratch_bytes);  // stream-ordered after the kernels
+    const int multiprocessors = on.device().multiprocessors();
+    // Freed stream-ordered after the kernels.
+    const op::Workspace scratch({ctx, on.stream(), multiprocessors}, cuda::reduce_scratch_bytes(multiprocessors, shape));
+    cuda::reduce(on.stream(), multiprocessors, op, dt, in, out, shape, scratch.data());
   }
   void gemm(Context ctx, DType dt, const GemmArgs& args, const void* a, const void* b, void* c) override {
     OnDevice on(ctx, "dot");

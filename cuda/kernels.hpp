@@ -14,12 +14,6 @@ void arange(cudaStream_t stream, DType dt, void* out, std::int64_t n, double sta
 void cast(cudaStream_t stream, DType from, const void* in, DType to, void* out, std::int64_t n);
 // out = in * scale + shift (maps cuRAND's (0, 1] to (low, high]).
 void affine(cudaStream_t stream, DType dt, void* data, std::int64_t n, double scale, double shift);
-void bias_activation(cudaStream_t stream, DType dt, void* out, const void* bias, std::int64_t rows,
-                     std::int64_t cols, std::optional<UnaryOp> act);
-void sgd_update(cudaStream_t stream, DType dt, void* weight, const void* grad, void* mom, std::int64_t n,
-                const functors::OptimizerStep& step);
-void adam_update(cudaStream_t stream, DType dt, void* weight, const void* grad, void* mean, void* var,
-                 std::int64_t n, const functors::OptimizerStep& step);
 void gather(cudaStream_t stream, DType dt, const GatherIndex& index, const void* in, void* out);
 // `scratch` holds reduce_scratch_bytes(shape) bytes for the two-pass full reductions.
 void reduce(cudaStream_t stream, int multiprocessors, ReduceOp op, DType dt, const void* in, void* out,

@@ -51,13 +51,24 @@ __global__ void map_elements(T* out, const T* in, std::int64_t n, bool packed, F
 
 inline cudaStream_t stream_of(const op::ExecContext& ec) { return static_cast<cudaStream_t>(ec.stream); }
 
-// The one launch of a grid-stride kernel over `work` items on ec's stream: nothing for no work,
-// and a bad launch reported at once as mx::DeviceError naming op.
+// The one kernel launch: `grid` blocks of kThreads on stream, a bad launch reported at once as
+// mx::DeviceError naming op. For kernels with their own grid (a block per row).
+template <class... Params, class... Args>
+void launch(cudaStream_t stream, const char* op, dim3 grid, void (*kernel)(Params...), Args&&... args) {
+  kernel<<<grid, kThreads, 0, stream>>>(std::forward<Args>(args)...);
+  check_launch(op);
+}
+
+// A grid-stride kernel over `work` items: nothing for no work.
+template <class... Params, class... Args>
+void launch(cudaStream_t stream, const char* op, std::int64_t work, void (*kernel)(Params...), Args&&... args) {
+  if (work > 0) launch(stream, op, dim3(blocks_for(work)), kernel, std::forward<Args>(args)...);
+}
+
+// The same on an op's stream.
 template <class... Params, class... Args>
 void launch(const op::ExecContext& ec, const char* op, std::int64_t work, void (*kernel)(Params...), Args&&... args) {
-  if (work <= 0) return;
-  kernel<<<blocks_for(work), kThreads, 0, stream_of(ec)>>>(std::forward<Args>(args)...);
-  check_launch(op);
+  launch(stream_of(ec), op, work, kernel, std::forward<Args>(args)...);
 }
 
 }  // namespace mx::cuda

@@ -157,22 +157,15 @@ struct ReduceLaunch {
     if (s.outer * s.inner == 0) return;
     const int chunks = chunks_for(multiprocessors, s);
     auto* partials = static_cast<Acc<op, T>*>(scratch);
+    const char* name = op_name(op);
     if (!by_rows(s)) {
-      reduce_columns<op, T, Out><<<blocks_for(s.outer * chunks * s.inner), kThreads, 0, stream>>>(
-          in, s, chunks, out, partials);
-      if (chunks > 1) {
-        check_launch(op_name(op));
-        finish_columns<op, T, Out><<<blocks_for(s.outer * s.inner), kThreads, 0, stream>>>(partials, s, chunks, out);
-      }
+      launch(stream, name, s.outer * chunks * s.inner, &reduce_columns<op, T, Out>, in, s, chunks, out, partials);
+      if (chunks > 1) launch(stream, name, s.outer * s.inner, &finish_columns<op, T, Out>, partials, s, chunks, out);
     } else {
-      reduce_rows<op, T, Out><<<dim3(chunks, static_cast<unsigned>(s.outer)), kThreads, 0, stream>>>(
-          in, s.length, chunks, out, partials);
-      if (chunks > 1) {
-        check_launch(op_name(op));
-        finish_rows<op, T, Out><<<static_cast<unsigned>(s.outer), kThreads, 0, stream>>>(partials, chunks, out);
-      }
+      const unsigned rows = static_cast<unsigned>(s.outer);
+      launch(stream, name, dim3(chunks, rows), &reduce_rows<op, T, Out>, in, s.length, chunks, out, partials);
+      if (chunks > 1) launch(stream, name, dim3(rows), &finish_rows<op, T, Out>, partials, chunks, out);
     }
-    check_launch(op_name(op));
   }
 };
 

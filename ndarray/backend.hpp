@@ -6,12 +6,10 @@
 // arrays are contiguous. Work may be queued asynchronously; synchronize() waits for it.
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "context/context.hpp"
 #include "ndarray/dtype.hpp"
-#include "ndarray/functors.hpp"
 #include "ndarray/op_kinds.hpp"
 #include "ndarray/ops/op.hpp"
 #include "ndarray/strided_index.hpp"
@@ -59,16 +57,6 @@ class Backend {
   // out[i] = start + i * step (computed in double, then converted): arange, made on the device.
   virtual void arange(Context ctx, DType dt, void* out, std::int64_t n, double start, double step) = 0;
   virtual void cast(Context ctx, DType from, const void* in, DType to, void* out, std::int64_t n) = 0;
-  // out (rows, cols) = act(out + bias[col]) in one pass (FullyConnected's epilogue). bias may be
-  // null; no act means identity.
-  virtual void bias_activation(Context ctx, DType dt, void* out, const void* bias, std::int64_t rows,
-                               std::int64_t cols, std::optional<UnaryOp> act) = 0;
-  // One fused pass of nd::sgd_update / sgd_mom_update / adam_update over n elements (float32/float64).
-  // mom may be null (sgd_update).
-  virtual void sgd_update(Context ctx, DType dt, void* weight, const void* grad, void* mom, std::int64_t n,
-                          const functors::OptimizerStep& step) = 0;
-  virtual void adam_update(Context ctx, DType dt, void* weight, const void* grad, void* mean, void* var,
-                           std::int64_t n, const functors::OptimizerStep& step) = 0;
   // out[i] = in[index(i)]: transpose and broadcast_to.
   virtual void gather(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) = 0;
   // out (outer, inner); for argmax/argmin out is float32 positions, as in MXNet.

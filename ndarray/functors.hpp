@@ -24,9 +24,9 @@ struct Affine {
 // Optimizer steps, one element at a time (MXNet's sgd_mom_update / adam_update), so that one pass
 // over a parameter reads weight, gradient and state once and writes them once.
 struct OptimizerStep {
+  // lr is Adam's bias-corrected step size for this update (the caller folds the correction in).
   double lr = 0.01, wd = 0, rescale = 1, clip = -1;  // clip <= 0: no clipping
   double momentum = 0, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
-  double lr_t = 0.01;  // Adam's bias-corrected step size for this update
 
   template <class T>
   NDG_HD T gradient(T grad, T weight) const {
@@ -50,7 +50,7 @@ struct OptimizerStep {
     const T g = gradient(grad, weight);
     mean = static_cast<T>(T(beta1) * mean + T(1 - beta1) * g);
     var = static_cast<T>(T(beta2) * var + T(1 - beta2) * g * g);
-    weight = static_cast<T>(weight - T(lr_t) * mean / (std::sqrt(var) + T(epsilon)));
+    weight = static_cast<T>(weight - T(lr) * mean / (std::sqrt(var) + T(epsilon)));
   }
 };
 

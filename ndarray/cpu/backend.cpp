@@ -76,18 +76,6 @@ class CpuBackend final : public Backend {
   void cast(Context, DType from, const void* in, DType to, void* out, std::int64_t n) override {
     cpu_kernels::cast(from, in, to, out, n);
   }
-  void bias_activation(Context, DType dt, void* out, const void* bias, std::int64_t rows, std::int64_t cols,
-                       std::optional<UnaryOp> act) override {
-    cpu_kernels::bias_activation(dt, out, bias, rows, cols, act);
-  }
-  void sgd_update(Context, DType dt, void* weight, const void* grad, void* mom, std::int64_t n,
-                  const functors::OptimizerStep& step) override {
-    cpu_kernels::sgd_update(dt, weight, grad, mom, n, step);
-  }
-  void adam_update(Context, DType dt, void* weight, const void* grad, void* mean, void* var, std::int64_t n,
-                   const functors::OptimizerStep& step) override {
-    cpu_kernels::adam_update(dt, weight, grad, mean, var, n, step);
-  }
   void gather(Context, DType dt, const GatherIndex& index, const void* in, void* out) override {
     cpu_kernels::gather(dt, index, in, out);
   }

@@ -15,12 +15,6 @@ void arange(DType dt, void* out, std::int64_t n, double start, double step);
 void cast(DType from, const void* in, DType to, void* out, std::int64_t n);
 // data = data * scale + shift, fused (see functors::Affine).
 void affine(DType dt, void* data, std::int64_t n, double scale, double shift);
-void bias_activation(DType dt, void* out, const void* bias, std::int64_t rows, std::int64_t cols,
-                     std::optional<UnaryOp> act);
-void sgd_update(DType dt, void* weight, const void* grad, void* mom, std::int64_t n,
-                const functors::OptimizerStep& step);
-void adam_update(DType dt, void* weight, const void* grad, void* mean, void* var, std::int64_t n,
-                 const functors::OptimizerStep& step);
 void gather(DType dt, const GatherIndex& index, const void* in, void* out);
 void reduce(ReduceOp op, DType dt, const void* in, void* out, ReduceShape shape);
 void gemm(DType dt, const GemmArgs& args, const void* a, const void* b, void* c);

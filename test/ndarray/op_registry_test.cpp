@@ -1,12 +1,14 @@
 // The op registry (ndarray/ops/op.hpp): every elementwise op is registered once under its name with
 // its kernels and gradient; autograd records the invocation (op, attributes, inputs, outputs), and
 // run_kernel replays a recorded invocation on new input values without the front end, as a traced
-// graph will. Numeric cases run on every context.
+// graph will. Numeric cases run on every context. FullyConnected and the optimizer updates are
+// registered ops too.
 #include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ndarray/ndarray.hpp>
@@ -39,6 +41,41 @@ BOOST_AUTO_TEST_CASE(every_elementwise_op_is_registered_with_its_kernels) {
   BOOST_TEST(op::find_op("sign")->gradient == nullptr);
   BOOST_TEST(op::find_op("no_such_op") == nullptr);
   BOOST_TEST(op::registered_ops().size() >= 4 * 13 + 2 * 13);
+}
+
+BOOST_AUTO_TEST_CASE(nn_and_optimizer_ops_are_registered) {
+  const bool cuda_build = mx::built_with_cuda();
+  for (const char* name : {"FullyConnected", "sgd_update", "sgd_mom_update", "adam_update"}) {
+    BOOST_TEST_CONTEXT(name) {
+      const op::OpDef* def = op::find_op(name);
+      BOOST_TEST_REQUIRE(def != nullptr);
+      BOOST_TEST(def->cpu != nullptr);
+      BOOST_TEST((def->gpu != nullptr) == cuda_build);
+      BOOST_TEST(def->attrs != nullptr);
+      // Only FullyConnected is differentiable; the updates are not recorded.
+      BOOST_TEST((def->gradient != nullptr) == (std::string(name) == "FullyConnected"));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fully_connected_records_one_invocation_with_mxnet_attributes) {
+  nd::NDArray x = nd::ones({2, 3});
+  nd::NDArray w = nd::ones({4, 3});
+  w.attach_grad();
+  nd::NDArray y;
+  {
+    auto scope = mx::autograd::record();
+    y = nd::FullyConnected(x, w, nd::NDArray(), 4, true, true, "relu");
+  }
+  BOOST_TEST_REQUIRE(y.autograd_node() != nullptr);
+  BOOST_TEST_REQUIRE(y.autograd_node()->invocation != nullptr);
+  const op::Invocation& fc = *y.autograd_node()->invocation;
+  BOOST_TEST(std::string(fc.op->name) == "FullyConnected");
+  BOOST_TEST(fc.inputs.at(2).is_none());
+  const auto attrs = fc.op->attrs(fc.params);
+  const std::vector<std::pair<std::string, std::string>> expected{
+      {"num_hidden", "4"}, {"no_bias", "True"}, {"flatten", "True"}, {"act_type", "relu"}};
+  BOOST_TEST((attrs == expected));
 }
 
 BOOST_AUTO_TEST_CASE(autograd_records_the_invocation_and_replays_it) {

@@ -1,0 +1,176 @@
+// The nn family: FullyConnected, the matrix product and its fused bias + activation epilogue as
+// one registered op. Here: the front end, inference, gradient, attributes and the CPU loop; the
+// CUDA launch of the epilogue is in cuda/ops/nn.cu.
+#include "ndarray/nn.hpp"
+
+#include "ndarray/backend.hpp"
+#include "ndarray/checks.hpp"
+#include "ndarray/linalg.hpp"
+#include "ndarray/ops/elementwise_kernels.hpp"
+#include "ndarray/ops/nn_kernels.hpp"
+#include "ndarray/reduce.hpp"
+
+namespace mx::op {
+namespace {
+
+using nd::NDArray;
+using Grads = std::vector<NDArray>;
+
+// Arrays smaller than this run on one thread: thread start-up costs more than the loop.
+constexpr std::int64_t kParallelThreshold = 1 << 15;
+
+const FullyConnectedParams& fc_params(const Invocation& inv) { return inv.params.as<FullyConnectedParams>(); }
+
+// data as (rows, in): (batch, in...) flattened, or (..., in) over its last axis.
+Shape data_2d(const Shape& data, bool flatten) {
+  std::int64_t rows = 1;
+  for (int axis = 0; axis < (flatten ? 1 : data.ndim() - 1); ++axis) rows *= data[axis];
+  std::int64_t in = 1;
+  for (int axis = flatten ? 1 : data.ndim() - 1; axis < data.ndim(); ++axis) in *= data[axis];
+  return {rows, in};
+}
+
+// --- inference ------------------------------------------------------------------------------------
+
+void fully_connected_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const char* op = "FullyConnected";
+  const FullyConnectedParams& p = fc_params(inv);
+  const NDArray &x = inv.inputs[0], &weight = inv.inputs[1], &bias = inv.inputs[2];
+  nd::check_same_dtype(op, x, weight);
+  if (!p.no_bias) nd::check_same_dtype(op, x, bias);
+  nd::check_floating(op, x);
+  if (x.ndim() < (p.flatten ? 2 : 1)) {
+    throw ShapeError(std::string(op) + ": data must be " + (p.flatten ? "(batch, in...)" : "(..., in)") + ", got " +
+                     nd::describe(x));
+  }
+  const std::int64_t in_units = data_2d(x.shape(), p.flatten)[1];
+  if (weight.shape() != Shape{p.num_hidden, in_units}) {
+    throw ShapeError(std::string(op) + ": weight " + nd::describe(weight) + " does not fit data " + nd::describe(x) +
+                     " and num_hidden " + std::to_string(p.num_hidden) + "; expected " +
+                     Shape{p.num_hidden, in_units}.tuple_str());
+  }
+  if (!p.no_bias && bias.shape() != Shape{p.num_hidden}) {
+    throw ShapeError(std::string(op) + ": bias " + nd::describe(bias) + " does not fit num_hidden " +
+                     std::to_string(p.num_hidden) + "; expected " + Shape{p.num_hidden}.tuple_str());
+  }
+  // (batch, num_hidden) when flattening; otherwise x's leading axes, then num_hidden.
+  std::vector<std::int64_t> dims(x.shape().begin(), x.shape().end());
+  if (p.flatten) dims.resize(1);
+  else dims.pop_back();
+  dims.push_back(p.num_hidden);
+  out = {{Shape(dims), x.dtype()}};
+}
+
+// --- CPU loop: the reference of the CUDA epilogue ----------------------------------------------
+
+// out (rows, cols) = act(out + bias[col]); bias may be null.
+void fully_connected_cpu(const ExecContext&, const Invocation& inv) {
+  fully_connected_product(inv);
+  const FullyConnectedParams& p = fc_params(inv);
+  if (p.no_bias && !p.act) return;
+  const NDArray& y = inv.outputs[0];
+  const std::int64_t cols = p.num_hidden, rows = y.size() / cols;
+  dispatch_floating(y.dtype(), "FullyConnected", [&](auto tag) {
+    using T = decltype(tag);
+    T* out = static_cast<T*>(y.data());
+    const T* bias = p.no_bias ? nullptr : static_cast<const T*>(inv.inputs[2].data());
+    with_activation(p.act, [&](auto act) {
+#pragma omp parallel for if (rows * cols >= kParallelThreshold) schedule(static)
+      for (std::int64_t r = 0; r < rows; ++r) {
+        T* row = out + r * cols;
+        for (std::int64_t c = 0; c < cols; ++c) row[c] = act(bias ? static_cast<T>(row[c] + bias[c]) : row[c]);
+      }
+    });
+  });
+}
+
+// --- gradient -------------------------------------------------------------------------------------
+
+// With y = act(x2 · Wᵀ + b) and G its gradient, g = G * act'(y) (activations write their
+// derivative from y, so the backward op is fed y for x): dx2 = g · W, dW = gᵀ · x2, db = Σrows g.
+Grads fully_connected_gradient(const Invocation& inv, const Grads& out_grads) {
+  const FullyConnectedParams& p = fc_params(inv);
+  const NDArray &x = inv.inputs[0], &weight = inv.inputs[1], &y = inv.outputs[0];
+  const NDArray g_act = p.act ? invoke1(unary_backward_op(*p.act), {out_grads[0], y, y}) : out_grads[0];
+  const Shape x2 = data_2d(x.shape(), p.flatten);
+  const NDArray g = g_act.reshape({x2[0], p.num_hidden});
+  Grads grads(3);
+  if (p.data_grad) grads[0] = nd::dot(g, weight).reshape(x.shape());
+  if (p.weight_grad) grads[1] = nd::dot(g, x.reshape(x2), true, false);
+  if (!p.no_bias) grads[2] = nd::sum(g, 0);
+  return grads;
+}
+
+// --- the registered op -----------------------------------------------------------------------------
+
+std::vector<std::pair<std::string, std::string>> fully_connected_attrs(const Params& params) {
+  const auto& p = params.as<FullyConnectedParams>();
+  std::vector<std::pair<std::string, std::string>> attrs{{"num_hidden", std::to_string(p.num_hidden)},
+                                                        {"no_bias", p.no_bias ? "True" : "False"},
+                                                        {"flatten", p.flatten ? "True" : "False"}};
+  if (p.act) attrs.emplace_back("act_type", op_name(*p.act));  // an ndgluon extension
+  return attrs;
+}
+
+// In the registry from the start (find_op, graph import).
+[[maybe_unused]] const bool family_registered = (fully_connected_op(), true);
+
+}  // namespace
+
+const OpDef& fully_connected_op() {
+  static const OpDef def{"FullyConnected", &fully_connected_infer, &fully_connected_cpu,
+                         NDG_GPU_KERNEL(gpu::fully_connected), &fully_connected_gradient, &fully_connected_attrs};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+void fully_connected_product(const Invocation& inv) {
+  const NDArray &x = inv.inputs[0], &weight = inv.inputs[1], &y = inv.outputs[0];
+  if (y.size() == 0) return;
+  const Context ctx = y.context();
+  GemmArgs args;
+  args.trans_b = true;
+  args.m = y.size() / fc_params(inv).num_hidden;
+  args.n = weight.shape()[0];
+  args.k = weight.shape()[1];
+  // An empty inner dimension sums nothing (and cuBLAS rejects it).
+  if (args.k == 0) backend(ctx).fill(ctx, y.dtype(), y.data(), y.size(), 0.0);
+  else backend(ctx).gemm(ctx, y.dtype(), args, x.data(), weight.data(), y.data());
+}
+
+}  // namespace mx::op
+
+namespace mx::nd {
+namespace {
+
+std::optional<UnaryOp> activation_of(const std::string& act_type) {
+  if (act_type.empty()) return std::nullopt;
+  if (act_type == "relu") return UnaryOp::relu;
+  if (act_type == "sigmoid") return UnaryOp::sigmoid;
+  if (act_type == "tanh") return UnaryOp::tanh;
+  if (act_type == "softrelu") return UnaryOp::softrelu;
+  throw ValueError("FullyConnected: unknown act_type \"" + act_type +
+                   "\"; valid: \"\", \"relu\", \"sigmoid\", \"tanh\", \"softrelu\"");
+}
+
+}  // namespace
+
+NDArray FullyConnected(const NDArray& x, const NDArray& weight, const NDArray& bias, std::int64_t num_hidden,
+                       bool no_bias, bool flatten, const std::string& act_type) {
+  const char* op = "FullyConnected";
+  op::FullyConnectedParams p;
+  p.act = activation_of(act_type);
+  if (num_hidden <= 0) throw ValueError("FullyConnected: num_hidden must be positive, got " + std::to_string(num_hidden));
+  detail::check_not_none(op, x);
+  detail::check_not_none(op, weight);
+  if (!no_bias) detail::check_not_none(op, bias);
+  p.num_hidden = num_hidden;
+  p.no_bias = no_bias;
+  p.flatten = flatten;
+  p.data_grad = x.autograd_node() != nullptr;
+  p.weight_grad = weight.autograd_node() != nullptr;
+  // Contexts first (common_context, in the order data, weight, bias), then the rest in inference.
+  return op::invoke1(op::fully_connected_op(), {x, weight, no_bias ? NDArray() : bias}, p);
+}
+
+}  // namespace mx::nd

@@ -1,0 +1,177 @@
+// The optimizer family: sgd_update, sgd_mom_update and adam_update, each one fused in-place pass
+// over a parameter (ndarray/ops/optimizer_kernels.hpp). Here: the front ends, inference, attributes
+// and the CPU loops; the CUDA launches are in cuda/ops/optimizer.cu.
+#include "ndarray/optimizer_ops.hpp"
+
+#include "ndarray/checks.hpp"
+#include "ndarray/ops/optimizer_kernels.hpp"
+
+namespace mx::op {
+namespace {
+
+using nd::NDArray;
+using functors::OptimizerStep;
+using Attrs = std::vector<std::pair<std::string, std::string>>;
+
+// Arrays smaller than this run on one thread: thread start-up costs more than the loop.
+constexpr std::int64_t kParallelThreshold = 1 << 15;
+
+// One output per updated array (weight and the states), each of weight's shape and dtype.
+void update_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const NDArray& weight = inv.inputs[0];
+  nd::check_floating(inv.op->name, weight);
+  out.assign(inv.inputs.size() - 1, {weight.shape(), weight.dtype()});
+}
+
+// --- CPU loops: the reference of each CUDA kernel ------------------------------------------------
+
+// weight (and mom, for sgd_mom_update) updated from grad.
+void sgd_cpu(const ExecContext&, const Invocation& inv) {
+  const OptimizerStep& step = inv.params.as<OptimizerStep>();
+  dispatch_floating(inv.outputs[0].dtype(), inv.op->name, [&](auto tag) {
+    using T = decltype(tag);
+    T* w = static_cast<T*>(inv.outputs[0].data());
+    const T* g = static_cast<const T*>(inv.inputs[1].data());
+    T* m = inv.outputs.size() > 1 ? static_cast<T*>(inv.outputs[1].data()) : nullptr;
+    const std::int64_t n = inv.outputs[0].size();
+#pragma omp parallel for if (n >= kParallelThreshold) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) step.sgd(w[i], g[i], m ? m + i : nullptr);
+  });
+}
+
+void adam_cpu(const ExecContext&, const Invocation& inv) {
+  const OptimizerStep& step = inv.params.as<OptimizerStep>();
+  dispatch_floating(inv.outputs[0].dtype(), inv.op->name, [&](auto tag) {
+    using T = decltype(tag);
+    T* w = static_cast<T*>(inv.outputs[0].data());
+    const T* g = static_cast<const T*>(inv.inputs[1].data());
+    T* m = static_cast<T*>(inv.outputs[1].data());
+    T* v = static_cast<T*>(inv.outputs[2].data());
+    const std::int64_t n = inv.outputs[0].size();
+#pragma omp parallel for if (n >= kParallelThreshold) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) step.adam(w[i], g[i], m[i], v[i]);
+  });
+}
+
+// --- attributes, as MXNet names them ---------------------------------------------------------------
+
+Attrs sgd_attrs(const Params& params) {
+  const auto& s = params.as<OptimizerStep>();
+  return {{"lr", std::to_string(s.lr)},
+          {"wd", std::to_string(s.wd)},
+          {"rescale_grad", std::to_string(s.rescale)},
+          {"clip_gradient", std::to_string(s.clip)}};
+}
+
+Attrs sgd_mom_attrs(const Params& params) {
+  Attrs attrs = sgd_attrs(params);
+  attrs.emplace_back("momentum", std::to_string(params.as<OptimizerStep>().momentum));
+  return attrs;
+}
+
+Attrs adam_attrs(const Params& params) {
+  const auto& s = params.as<OptimizerStep>();
+  Attrs attrs = sgd_attrs(params);
+  attrs.emplace_back("beta1", std::to_string(s.beta1));
+  attrs.emplace_back("beta2", std::to_string(s.beta2));
+  attrs.emplace_back("epsilon", std::to_string(s.epsilon));
+  return attrs;
+}
+
+// Every op of the family is in the registry from the start (find_op, graph import).
+[[maybe_unused]] const bool family_registered = (sgd_update_op(), sgd_mom_update_op(), adam_update_op(), true);
+
+}  // namespace
+
+const OpDef& sgd_update_op() {
+  static const OpDef def{"sgd_update", &update_infer, &sgd_cpu, NDG_GPU_KERNEL(gpu::sgd_update), nullptr, &sgd_attrs};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+const OpDef& sgd_mom_update_op() {
+  static const OpDef def{"sgd_mom_update", &update_infer, &sgd_cpu, NDG_GPU_KERNEL(gpu::sgd_update), nullptr,
+                         &sgd_mom_attrs};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+const OpDef& adam_update_op() {
+  static const OpDef def{"adam_update", &update_infer, &adam_cpu, NDG_GPU_KERNEL(gpu::adam_update), nullptr,
+                         &adam_attrs};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+}  // namespace mx::op
+
+namespace mx::nd {
+namespace {
+
+// Throws unless `operand` (grad or a state) can be updated alongside weight.
+void check_operand(const char* op, const char* role, const NDArray& weight, const NDArray& operand) {
+  detail::check_not_none(op, operand);
+  if (operand.context() != weight.context()) {
+    throw ContextMismatch(std::string(op) + ": " + role + " " + detail::describe(operand) + " is not on weight " +
+                          detail::describe(weight) + "'s context. Move it first with copyto(" +
+                          weight.context().str() + ") or as_in_context(" + weight.context().str() + ")");
+  }
+  if (operand.dtype() != weight.dtype()) {
+    throw DTypeError(std::string(op) + ": " + role + " " + detail::describe(operand) +
+                     " does not have the dtype of weight " + detail::describe(weight) + "; convert with astype(...)");
+  }
+  if (operand.shape() != weight.shape()) {
+    throw ShapeError(std::string(op) + ": " + role + " " + detail::describe(operand) + " does not match weight " +
+                     detail::describe(weight));
+  }
+}
+
+void check_weight(const char* op, const NDArray& weight) {
+  detail::check_not_none(op, weight);
+  detail::check_floating(op, weight);
+}
+
+functors::OptimizerStep common_step(double lr, double wd, double rescale_grad, double clip_gradient) {
+  functors::OptimizerStep step;
+  step.lr = lr;
+  step.wd = wd;
+  step.rescale = rescale_grad;
+  step.clip = clip_gradient;
+  return step;
+}
+
+}  // namespace
+
+void sgd_update(NDArray& weight, const NDArray& grad, double lr, double wd, double rescale_grad, double clip_gradient) {
+  const char* op = "sgd_update";
+  check_weight(op, weight);
+  check_operand(op, "grad", weight, grad);
+  op::invoke_into(op::sgd_update_op(), {weight, grad}, {weight}, common_step(lr, wd, rescale_grad, clip_gradient));
+}
+
+void sgd_mom_update(NDArray& weight, const NDArray& grad, NDArray& mom, double lr, double momentum, double wd,
+                    double rescale_grad, double clip_gradient) {
+  const char* op = "sgd_mom_update";
+  check_weight(op, weight);
+  check_operand(op, "grad", weight, grad);
+  check_operand(op, "mom", weight, mom);
+  functors::OptimizerStep step = common_step(lr, wd, rescale_grad, clip_gradient);
+  step.momentum = momentum;
+  op::invoke_into(op::sgd_mom_update_op(), {weight, grad, mom}, {weight, mom}, step);
+}
+
+void adam_update(NDArray& weight, const NDArray& grad, NDArray& mean, NDArray& var, double lr, double beta1,
+                 double beta2, double epsilon, double wd, double rescale_grad, double clip_gradient) {
+  const char* op = "adam_update";
+  check_weight(op, weight);
+  check_operand(op, "grad", weight, grad);
+  check_operand(op, "mean", weight, mean);
+  check_operand(op, "var", weight, var);
+  functors::OptimizerStep step = common_step(lr, wd, rescale_grad, clip_gradient);
+  step.beta1 = beta1;
+  step.beta2 = beta2;
+  step.epsilon = epsilon;
+  op::invoke_into(op::adam_update_op(), {weight, grad, mean, var}, {weight, mean, var}, step);
+}
+
+}  // namespace mx::nd
