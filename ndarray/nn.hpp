@@ -1,11 +1,17 @@
 #pragma once
 // Neural-network ops, as MXNet's mx.nd.FullyConnected.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "ndarray/array.hpp"
+#include "ndarray/op_kinds.hpp"
 
 namespace mx::nd {
+
+// The UnaryOp of an activation name as MXNet's act_type ("relu", "sigmoid", "tanh", "softrelu");
+// "" gives none. Throws mx::ValueError naming `op` and listing the valid names.
+std::optional<UnaryOp> activation_type(const std::string& act_type, const char* op = "Activation");
 
 // out = x · weightᵀ + bias, recorded for autograd (dx, dweight, dbias: only those that lead to a
 // variable are computed).

@@ -1,17 +1,11 @@
 #include "gluon/nn/activation.hpp"
 
 #include "ndarray/elementwise.hpp"
+#include "ndarray/nn.hpp"
 
 namespace mx::gluon::nn {
 
-std::optional<UnaryOp> activation_op(const std::string& name) {
-  if (name.empty()) return std::nullopt;
-  if (name == "relu") return UnaryOp::relu;
-  if (name == "sigmoid") return UnaryOp::sigmoid;
-  if (name == "tanh") return UnaryOp::tanh;
-  if (name == "softrelu") return UnaryOp::softrelu;
-  throw ValueError("unknown activation \"" + name + "\"; valid: \"relu\", \"sigmoid\", \"tanh\", \"softrelu\"");
-}
+std::optional<UnaryOp> activation_op(const std::string& name) { return nd::activation_type(name, "Activation"); }
 
 namespace {
 

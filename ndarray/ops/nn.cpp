@@ -141,25 +141,12 @@ void fully_connected_product(const Invocation& inv) {
 }  // namespace mx::op
 
 namespace mx::nd {
-namespace {
-
-std::optional<UnaryOp> activation_of(const std::string& act_type) {
-  if (act_type.empty()) return std::nullopt;
-  if (act_type == "relu") return UnaryOp::relu;
-  if (act_type == "sigmoid") return UnaryOp::sigmoid;
-  if (act_type == "tanh") return UnaryOp::tanh;
-  if (act_type == "softrelu") return UnaryOp::softrelu;
-  throw ValueError("FullyConnected: unknown act_type \"" + act_type +
-                   "\"; valid: \"\", \"relu\", \"sigmoid\", \"tanh\", \"softrelu\"");
-}
-
-}  // namespace
 
 NDArray FullyConnected(const NDArray& x, const NDArray& weight, const NDArray& bias, std::int64_t num_hidden,
                        bool no_bias, bool flatten, const std::string& act_type) {
   const char* op = "FullyConnected";
   op::FullyConnectedParams p;
-  p.act = activation_of(act_type);
+  p.act = activation_type(act_type, "FullyConnected");
   if (num_hidden <= 0) throw ValueError("FullyConnected: num_hidden must be positive, got " + std::to_string(num_hidden));
   detail::check_not_none(op, x);
   detail::check_not_none(op, weight);
@@ -171,6 +158,15 @@ NDArray FullyConnected(const NDArray& x, const NDArray& weight, const NDArray& b
   p.weight_grad = weight.autograd_node() != nullptr;
   // Contexts first (common_context, in the order data, weight, bias), then the rest in inference.
   return op::invoke1(op::fully_connected_op(), {x, weight, no_bias ? NDArray() : bias}, p);
+}
+
+std::optional<UnaryOp> activation_type(const std::string& act_type, const char* op) {
+  if (act_type.empty()) return std::nullopt;
+  for (const UnaryOp act : {UnaryOp::relu, UnaryOp::sigmoid, UnaryOp::tanh, UnaryOp::softrelu}) {
+    if (act_type == op_name(act)) return act;
+  }
+  throw ValueError(std::string(op) + ": unknown act_type \"" + act_type +
+                   "\"; valid: \"\", \"relu\", \"sigmoid\", \"tanh\", \"softrelu\"");
 }
 
 }  // namespace mx::nd
