@@ -22,11 +22,11 @@ template <BinaryOp op> struct Binary;
   template <> struct Unary<UnaryOp::NAME> {                                                   \
     static constexpr bool floating_only = FLOATING, differentiable = DIFFERENTIABLE;          \
     template <class T> NDG_HD static T forward(T x) {                                         \
-      using Math = MathType<T>;                                                               \
+      using Math [[maybe_unused]] = MathType<T>;                                                             \
       return static_cast<T>(FORWARD);                                                         \
     }                                                                                         \
     template <class T> NDG_HD static T derivative([[maybe_unused]] T x, [[maybe_unused]] T y) { \
-      using Math = MathType<T>;                                                               \
+      using Math [[maybe_unused]] = MathType<T>;                                                             \
       return static_cast<T>(DERIVATIVE);                                                      \
     }                                                                                         \
   };
@@ -37,15 +37,15 @@ NDG_UNARY_OPS(NDG_UNARY_FUNCTOR)
   template <> struct Binary<BinaryOp::NAME> {                                                 \
     static constexpr bool differentiable = DIFFERENTIABLE;                                    \
     template <class T> NDG_HD static T forward(T a, T b) {                                    \
-      using Math = MathType<T>;                                                               \
+      using Math [[maybe_unused]] = MathType<T>;                                                             \
       return static_cast<T>(FORWARD);                                                         \
     }                                                                                         \
     template <class T> NDG_HD static T da([[maybe_unused]] T a, [[maybe_unused]] T b, [[maybe_unused]] T y) { \
-      using Math = MathType<T>;                                                               \
+      using Math [[maybe_unused]] = MathType<T>;                                                             \
       return static_cast<T>(DA);                                                              \
     }                                                                                         \
     template <class T> NDG_HD static T db([[maybe_unused]] T a, [[maybe_unused]] T b, [[maybe_unused]] T y) { \
-      using Math = MathType<T>;                                                               \
+      using Math [[maybe_unused]] = MathType<T>;                                                             \
       return static_cast<T>(DB);                                                              \
     }                                                                                         \
   };
