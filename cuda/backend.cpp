@@ -126,6 +126,10 @@ class GpuBackend final : public Backend {
     OnDevice on(ctx, "transpose");
     cuda::gather(on.stream(), dt, index, in, out);
   }
+  void scatter(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) override {
+    OnDevice on(ctx, "copyto");
+    cuda::scatter(on.stream(), dt, index, in, out);
+  }
   void reduce(Context ctx, ReduceOp op, DType dt, const void* in, void* out, ReduceShape shape) override {
     OnDevice on(ctx, op_name(op));
     const std::size_t scratch_bytes = cuda::reduce_scratch_bytes(on.device().multiprocessors(), shape);

@@ -1,5 +1,5 @@
 // GPU launches of the backend ops: fill, arange, cast, affine, bias + activation, optimizer steps
-// and gather (the elementwise family is in cuda/ops/elementwise.cu).
+// gather and scatter (the elementwise family is in cuda/ops/elementwise.cu).
 #include "cuda/check.hpp"
 #include "cuda/kernels.hpp"
 #include "cuda/launch.hpp"
@@ -33,6 +33,15 @@ __global__ void gather_elements(T* out, const T* in, GatherIndex index, std::int
     std::int64_t off[1];
     index.offsets(i, off);
     out[i] = in[off[0]];
+  }
+}
+
+template <class T>
+__global__ void scatter_elements(T* out, const T* in, GatherIndex index, std::int64_t n) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
+    std::int64_t off[1];
+    index.offsets(i, off);
+    out[off[0]] = in[i];
   }
 }
 
@@ -174,6 +183,16 @@ void gather(cudaStream_t stream, DType dt, const GatherIndex& index, const void*
     gather_elements<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(out), static_cast<const T*>(in), index, n);
   });
   check_launch("gather");
+}
+
+void scatter(cudaStream_t stream, DType dt, const GatherIndex& index, const void* in, void* out) {
+  const std::int64_t n = index_size(index);
+  if (n == 0) return;
+  dispatch_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    scatter_elements<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(out), static_cast<const T*>(in), index, n);
+  });
+  check_launch("scatter");
 }
 
 }  // namespace mx::cuda

@@ -21,6 +21,7 @@ void sgd_update(cudaStream_t stream, DType dt, void* weight, const void* grad, v
 void adam_update(cudaStream_t stream, DType dt, void* weight, const void* grad, void* mean, void* var,
                  std::int64_t n, const functors::OptimizerStep& step);
 void gather(cudaStream_t stream, DType dt, const GatherIndex& index, const void* in, void* out);
+void scatter(cudaStream_t stream, DType dt, const GatherIndex& index, const void* in, void* out);
 // `scratch` holds reduce_scratch_bytes(shape) bytes for the two-pass full reductions.
 void reduce(cudaStream_t stream, int multiprocessors, ReduceOp op, DType dt, const void* in, void* out,
             ReduceShape shape, void* scratch);

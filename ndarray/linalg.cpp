@@ -3,6 +3,7 @@
 #include "ndarray/autograd.hpp"
 #include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
+#include "ndarray/contiguous.hpp"
 
 namespace mx::nd {
 
@@ -41,7 +42,7 @@ NDArray dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose
   // An empty result needs no product (and cuBLAS rejects the leading dimension 0 that n = 0 gives);
   // an empty inner dimension sums nothing.
   if (out.size() > 0 && args.k == 0) out.fill(0.0);
-  if (out.size() > 0 && args.k > 0) backend(a.context()).gemm(a.context(), a.dtype(), args, a.data(), b.data(), out.data());
+  if (out.size() > 0 && args.k > 0) backend(a.context()).gemm(a.context(), a.dtype(), args, detail::dense(a).data(), detail::dense(b).data(), out.data());
   if (autograd::needs_record({&a, &b})) {
     // Only the operands that lead to a variable get a gradient product (a Dense layer's input
     // usually does not), so backward costs no more matrix products than it must.

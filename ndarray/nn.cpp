@@ -5,6 +5,7 @@
 #include "ndarray/autograd.hpp"
 #include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
+#include "ndarray/contiguous.hpp"
 #include "ndarray/elementwise.hpp"
 #include "ndarray/linalg.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
@@ -65,7 +66,7 @@ NDArray FullyConnected(const NDArray& x, const NDArray& weight, const NDArray& b
   // The bias and activation in one pass over the product, in place (the dot saved no output).
   NDArray out = product.detach();
   if (out.size() > 0) {
-    backend(out.context()).bias_activation(out.context(), out.dtype(), out.data(), no_bias ? nullptr : bias.data(),
+    backend(out.context()).bias_activation(out.context(), out.dtype(), out.data(), no_bias ? nullptr : detail::dense(bias).data(),
                                            out.shape()[0], num_hidden, act);
   }
   if (autograd::needs_record({&product, no_bias ? nullptr : &bias})) {

@@ -2,6 +2,7 @@
 
 #include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
+#include "ndarray/contiguous.hpp"
 
 namespace mx::nd {
 namespace {
@@ -41,8 +42,10 @@ void sgd_update(NDArray& weight, const NDArray& grad, double lr, double wd, doub
   detail::check_not_none(op, weight);
   detail::check_floating(op, weight);
   check_operand(op, "grad", weight, grad);
-  backend(weight.context()).sgd_update(weight.context(), weight.dtype(), weight.data(), grad.data(), nullptr,
+  const detail::DenseOut w(op, weight);
+  backend(weight.context()).sgd_update(weight.context(), weight.dtype(), w.data(), detail::dense(grad).data(), nullptr,
                                        weight.size(), common_step(lr, wd, rescale_grad, clip_gradient));
+  w.commit();
 }
 
 void sgd_mom_update(NDArray& weight, const NDArray& grad, NDArray& mom, double lr, double momentum, double wd,
@@ -54,8 +57,11 @@ void sgd_mom_update(NDArray& weight, const NDArray& grad, NDArray& mom, double l
   check_operand(op, "mom", weight, mom);
   functors::OptimizerStep step = common_step(lr, wd, rescale_grad, clip_gradient);
   step.momentum = momentum;
-  backend(weight.context()).sgd_update(weight.context(), weight.dtype(), weight.data(), grad.data(), mom.data(),
+  const detail::DenseOut w(op, weight), m(op, mom);
+  backend(weight.context()).sgd_update(weight.context(), weight.dtype(), w.data(), detail::dense(grad).data(), m.data(),
                                        weight.size(), step);
+  w.commit();
+  m.commit();
 }
 
 void adam_update(NDArray& weight, const NDArray& grad, NDArray& mean, NDArray& var, double lr, double beta1,
@@ -70,8 +76,12 @@ void adam_update(NDArray& weight, const NDArray& grad, NDArray& mean, NDArray& v
   step.beta1 = beta1;
   step.beta2 = beta2;
   step.epsilon = epsilon;
-  backend(weight.context()).adam_update(weight.context(), weight.dtype(), weight.data(), grad.data(), mean.data(),
-                                        var.data(), weight.size(), step);
+  const detail::DenseOut w(op, weight), m(op, mean), v(op, var);
+  backend(weight.context()).adam_update(weight.context(), weight.dtype(), w.data(), detail::dense(grad).data(), m.data(),
+                                        v.data(), weight.size(), step);
+  w.commit();
+  m.commit();
+  v.commit();
 }
 
 }  // namespace mx::nd

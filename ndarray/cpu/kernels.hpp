@@ -22,6 +22,7 @@ void sgd_update(DType dt, void* weight, const void* grad, void* mom, std::int64_
 void adam_update(DType dt, void* weight, const void* grad, void* mean, void* var, std::int64_t n,
                  const functors::OptimizerStep& step);
 void gather(DType dt, const GatherIndex& index, const void* in, void* out);
+void scatter(DType dt, const GatherIndex& index, const void* in, void* out);
 void reduce(ReduceOp op, DType dt, const void* in, void* out, ReduceShape shape);
 void gemm(DType dt, const GemmArgs& args, const void* a, const void* b, void* c);
 
