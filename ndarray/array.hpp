@@ -49,7 +49,8 @@ class NDArray {
   bool shares_memory(const NDArray& other) const;
 
   // Deep copies. copyto(ctx) always allocates; copyto(dst) writes into dst (same shape and dtype,
-  // any context) and returns dst; as_in_context returns *this when already on ctx.
+  // any context; a view's elements of its base) and returns dst; as_in_context returns *this when
+  // already on ctx. The copies are contiguous.
   NDArray copyto(Context ctx) const;
   NDArray copyto(NDArray& dst) const;
   NDArray copy() const;
