@@ -113,6 +113,10 @@ class GpuBackend final : public Backend {
     OnDevice on(ctx, "transpose");
     cuda::gather(on.stream(), dt, index, in, out);
   }
+  void scatter(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) override {
+    OnDevice on(ctx, "copyto");
+    cuda::scatter(on.stream(), dt, index, in, out);
+  }
   void reduce(Context ctx, ReduceOp op, DType dt, const void* in, void* out, ReduceShape shape) override {
     OnDevice on(ctx, op_name(op));
     const int multiprocessors = on.device().multiprocessors();

@@ -15,6 +15,7 @@ void cast(cudaStream_t stream, DType from, const void* in, DType to, void* out, 
 // out = in * scale + shift (maps cuRAND's (0, 1] to (low, high]).
 void affine(cudaStream_t stream, DType dt, void* data, std::int64_t n, double scale, double shift);
 void gather(cudaStream_t stream, DType dt, const GatherIndex& index, const void* in, void* out);
+void scatter(cudaStream_t stream, DType dt, const GatherIndex& index, const void* in, void* out);
 // `scratch` holds reduce_scratch_bytes(shape) bytes for the two-pass full reductions.
 void reduce(cudaStream_t stream, int multiprocessors, ReduceOp op, DType dt, const void* in, void* out,
             ReduceShape shape, void* scratch);

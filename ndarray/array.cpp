@@ -7,6 +7,7 @@
 #include "ndarray/autograd.hpp"
 #include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
+#include "ndarray/contiguous.hpp"
 #include "ndarray/creation.hpp"
 #include "ndarray/elementwise.hpp"
 #include "ndarray/manipulation.hpp"
@@ -23,23 +24,118 @@ std::size_t byte_size(const Shape& shape, DType dtype) {
   return std::max<std::size_t>(1, static_cast<std::size_t>(shape.numel()) * dtype_size(dtype));
 }
 
+// Row-major without gaps: each axis of extent > 1 steps over the extents after it.
+bool is_row_major(const Shape& shape, const std::vector<std::int64_t>& strides) {
+  std::int64_t expected = 1;
+  for (int d = shape.ndim() - 1; d >= 0; --d) {
+    if (shape[d] != 1 && strides[static_cast<std::size_t>(d)] != expected) return false;
+    expected *= shape[d];
+  }
+  return true;
+}
+
+// Elements from the first to the last of a non-empty view, inclusive.
+std::int64_t element_span(const Shape& shape, const std::vector<std::int64_t>& strides) {
+  std::int64_t span = 1;
+  for (int d = 0; d < shape.ndim(); ++d) span += (shape[d] - 1) * strides[static_cast<std::size_t>(d)];
+  return span;
+}
+
 }  // namespace
+
+namespace detail {
+
+GatherIndex view_index(const char* op, const NDArray& x) { return make_view_index(op, x.shape(), x.strides()); }
+
+NDArray dense(const NDArray& x) {
+  if (x.is_none() || x.is_contiguous()) return x;
+  NDArray out(x.shape(), x.context(), x.dtype());
+  backend(x.context()).gather(x.context(), x.dtype(), view_index("copy", x), x.data(), out.data());
+  return out;
+}
+
+void write_into(const NDArray& src, const NDArray& dst) {
+  if (dst.is_contiguous()) {
+    backend(dst.context()).copy(dst.context(), dst.data(), src.data(),
+                                static_cast<std::size_t>(dst.size()) * dtype_size(dst.dtype()));
+    return;
+  }
+  backend(dst.context()).scatter(dst.context(), dst.dtype(), view_index("copyto", dst), src.data(), dst.data());
+}
+
+void check_writable(const char* op, const NDArray& dst) {
+  if (dst.is_contiguous()) return;
+  const std::vector<std::int64_t> strides = dst.strides();
+  for (int d = 0; d < dst.ndim(); ++d) {
+    if (dst.shape()[d] > 1 && strides[static_cast<std::size_t>(d)] == 0) {
+      throw ValueError(std::string(op) + ": " + describe(dst) +
+                       " is a broadcast view (its axis " + std::to_string(d) +
+                       " repeats one element) and is read-only; write into a copy");
+    }
+  }
+}
+
+DenseOut::DenseOut(const char* op, const NDArray& dst) : dst_(dst) {
+  check_writable(op, dst);
+  dense_ = dense(dst);
+}
+
+void DenseOut::commit() const {
+  if (!dst_.is_contiguous()) write_into(dense_, dst_);
+}
+
+}  // namespace detail
 
 NDArray::NDArray(const Shape& shape, Context ctx, DType dtype)
     : storage_(std::make_shared<Storage>(ctx, byte_size(shape, dtype))), shape_(shape), dtype_(dtype) {}
 
 Context NDArray::context() const { return storage_ ? storage_->context() : current_context(); }
 
+std::vector<std::int64_t> NDArray::strides() const {
+  return strides_.empty() ? contiguous_strides(shape_) : strides_;
+}
+
 bool NDArray::is(const NDArray& other) const {
   return storage_ == other.storage_ && offset_ == other.offset_ && shape_ == other.shape_ &&
-         dtype_ == other.dtype_;
+         strides_ == other.strides_ && dtype_ == other.dtype_;
 }
 
 bool NDArray::shares_memory(const NDArray& other) const {
-  if (storage_ == nullptr || storage_ != other.storage_) return false;
-  const std::size_t end = offset_ + static_cast<std::size_t>(size()) * dtype_size(dtype_);
-  const std::size_t other_end = other.offset_ + static_cast<std::size_t>(other.size()) * dtype_size(other.dtype_);
+  if (storage_ == nullptr || storage_ != other.storage_ || size() == 0 || other.size() == 0) return false;
+  const std::size_t end = offset_ + static_cast<std::size_t>(element_span(shape_, strides())) * dtype_size(dtype_);
+  const std::size_t other_end =
+      other.offset_ + static_cast<std::size_t>(element_span(other.shape_, other.strides())) * dtype_size(other.dtype_);
   return offset_ < other_end && other.offset_ < end;
+}
+
+NDArray NDArray::as_strided(const Shape& shape, const std::vector<std::int64_t>& strides, std::int64_t offset) const {
+  detail::check_not_none("as_strided", *this);
+  detail::check_shape("as_strided", shape, dtype_);
+  if (strides.size() != shape.size()) {
+    throw ShapeError("as_strided: " + std::to_string(strides.size()) + " strides for shape " + shape.tuple_str());
+  }
+  const std::size_t item = dtype_size(dtype_);
+  if (shape.numel() > 0) {
+    // The last element must lie inside the storage (strides and offset >= 0, so the first does).
+    bool bad = offset < 0;
+    std::int64_t last = offset;  // in elements from data()
+    for (int d = 0; d < shape.ndim() && !bad; ++d) {
+      const std::int64_t stride = strides[static_cast<std::size_t>(d)];
+      std::int64_t step = 0;
+      bad = stride < 0 || __builtin_mul_overflow(shape[d] - 1, stride, &step) ||
+            __builtin_add_overflow(last, step, &last);
+    }
+    if (bad || offset_ + (static_cast<std::size_t>(last) + 1) * item > storage_->bytes()) {
+      throw ValueError("as_strided: shape " + shape.tuple_str() + " with the given strides and offset " +
+                       std::to_string(offset) + " reaches outside the storage of " + detail::describe(*this));
+    }
+  }
+  NDArray view = *this;
+  view.shape_ = shape;
+  view.offset_ = offset_ + static_cast<std::size_t>(offset) * item;
+  view.strides_ = shape.numel() == 0 || is_row_major(shape, strides) ? std::vector<std::int64_t>{} : strides;
+  view.node_.reset();
+  return view;
 }
 
 void* NDArray::data() const { return static_cast<char*>(storage_->data()) + offset_; }
@@ -65,13 +161,39 @@ NDArray NDArray::copyto(NDArray& dst) const {
                      detail::describe(*this) + "; shapes and dtypes must be equal");
   }
   if (is(dst)) return dst;
-  // Overlapping views of one storage (memcpy's undefined case) go through a fresh copy.
-  const NDArray src = shares_memory(dst) ? copy() : *this;
-  copy_across(dst.context(), dst.data(), context(), src.data(), static_cast<std::size_t>(size()) * dtype_size(dtype_));
+  detail::check_writable("copyto", dst);
+  if (size() == 0) return dst;
+  const std::size_t bytes = static_cast<std::size_t>(size()) * dtype_size(dtype_);
+  if (!is_contiguous() && dst.is_contiguous() && dst.context() == context() && !shares_memory(dst)) {
+    // A strided source into a contiguous destination beside it: one gather.
+    backend(context()).gather(context(), dtype_, detail::view_index("copyto", *this), data(), dst.data());
+    return dst;
+  }
+  // The source's values in contiguous memory: a strided one gathered into a fresh array, one that
+  // overlaps dst (memcpy's undefined case) copied first.
+  NDArray src = *this;
+  if (!is_contiguous()) src = detail::dense(*this);
+  else if (shares_memory(dst)) src = detach().copy();
+  if (dst.is_contiguous()) {
+    copy_across(dst.context(), dst.data(), context(), src.data(), bytes);
+    return dst;
+  }
+  // A strided destination: the values on dst's context, then written into its elements.
+  NDArray staged = src;
+  if (context() != dst.context()) {
+    staged = NDArray(shape_, dst.context(), dtype_);
+    copy_across(dst.context(), staged.data(), context(), src.data(), bytes);
+  }
+  detail::write_into(staged, dst);
   return dst;
 }
 
 NDArray NDArray::copy() const { return copyto(context()); }
+
+NDArray NDArray::contiguous() const {
+  detail::check_not_none("contiguous", *this);
+  return is_contiguous() ? *this : copy();
+}
 
 NDArray NDArray::as_in_context(Context ctx) const {
   detail::check_not_none("as_in_context", *this);
@@ -82,7 +204,7 @@ NDArray NDArray::astype(DType dtype) const {
   detail::check_not_none("astype", *this);
   if (dtype == dtype_) return copy();
   NDArray out(shape_, context(), dtype);
-  backend(context()).cast(context(), dtype_, data(), dtype, out.data(), size());
+  backend(context()).cast(context(), dtype_, detail::dense(*this).data(), dtype, out.data(), size());
   if (autograd::needs_record({this})) {
     autograd::record_op("astype", out, {this}, [from = dtype_](const NDArray& g) {
       return std::vector<NDArray>{g.astype(from)};
@@ -115,7 +237,25 @@ NDArray NDArray::reshape(const Shape& shape) const {
     throw ShapeError("reshape: cannot reshape array of shape " + shape_.tuple_str() + " (" +
                      std::to_string(size()) + " elements) into shape " + shape.tuple_str());
   }
-  NDArray view = *this;
+  // A strided view keeps its layout when only extent-1 axes come or go (x.T()[0]); any other
+  // reshape of it copies first, as NumPy's.
+  std::vector<std::int64_t> strides;
+  if (!is_contiguous()) {
+    const std::vector<std::int64_t> from = this->strides();
+    std::vector<std::int64_t> kept_dims, kept_strides, target_dims;  // extents > 1 only
+    for (int d = 0; d < ndim(); ++d) {
+      if (shape_[d] == 1) continue;
+      kept_dims.push_back(shape_[d]);
+      kept_strides.push_back(from[static_cast<std::size_t>(d)]);
+    }
+    for (std::int64_t extent : target) {
+      if (extent != 1) target_dims.push_back(extent);
+    }
+    if (kept_dims != target_dims) return contiguous().reshape(target);
+    std::size_t next = 0;
+    for (std::int64_t extent : target) strides.push_back(extent == 1 ? 0 : kept_strides[next++]);
+  }
+  NDArray view = strides.empty() ? *this : as_strided(target, strides);
   view.shape_ = target;
   view.node_.reset();
   if (autograd::needs_record({this})) {
@@ -126,8 +266,11 @@ NDArray NDArray::reshape(const Shape& shape) const {
   return view;
 }
 
-NDArray NDArray::slice(std::int64_t begin, std::int64_t end) const {
+NDArray NDArray::slice(std::int64_t begin, std::int64_t end) const { return slice(begin, end, 1); }
+
+NDArray NDArray::slice(std::int64_t begin, std::int64_t end, std::int64_t step) const {
   detail::check_not_none("slice", *this);
+  if (step < 1) throw ValueError("slice: step must be >= 1, got " + std::to_string(step));
   if (ndim() == 0) throw IndexError("slice: cannot slice a 0-dimensional array");
   const std::int64_t n = shape_[0];
   if (begin < 0) begin += n;
@@ -136,16 +279,17 @@ NDArray NDArray::slice(std::int64_t begin, std::int64_t end) const {
     throw IndexError("slice: range [" + std::to_string(begin) + ", " + std::to_string(end) +
                      ") is out of range for axis 0 of shape " + shape_.tuple_str());
   }
-  NDArray view = *this;
-  view.shape_[0] = end - begin;
-  view.offset_ += static_cast<std::size_t>(begin * (size() / std::max<std::int64_t>(n, 1))) *
-                  dtype_size(dtype_);
-  view.node_.reset();
+  // Rows begin, begin + step, ... before end: axis 0's stride times step.
+  std::vector<std::int64_t> dims(shape_.begin(), shape_.end()), strides = this->strides();
+  dims[0] = (end - begin + step - 1) / step;
+  const std::int64_t first = begin * strides[0];
+  strides[0] *= step;
+  NDArray view = as_strided(Shape(dims), strides, first);
   if (autograd::needs_record({this})) {
-    // The gradient of the rows [begin, end) is g; of the other rows, 0.
-    autograd::record_op("slice", view, {this}, [shape = shape_, begin, end](const NDArray& g) {
+    // The gradient of the selected rows is g; of the other rows, 0.
+    autograd::record_op("slice", view, {this}, [shape = shape_, begin, end, step](const NDArray& g) {
       NDArray full = zeros(shape, g.context(), g.dtype());
-      NDArray rows = full.slice(begin, end);
+      NDArray rows = full.slice(begin, end, step);
       g.copyto(rows);
       return std::vector<NDArray>{full};
     });
@@ -166,9 +310,11 @@ NDArray NDArray::operator[](std::int64_t i) const {
   return row.reshape(Shape(std::vector<std::int64_t>(shape_.begin() + 1, shape_.end())));
 }
 
-NDArray NDArray::T() const { return detail::transpose_view(*this); }
+NDArray NDArray::T() const { return nd::transpose(*this); }
 
 NDArray NDArray::transpose(const std::vector<int>& axes) const { return nd::transpose(*this, axes); }
+
+NDArray NDArray::swapaxes(int axis1, int axis2) const { return nd::swapaxes(*this, axis1, axis2); }
 
 NDArray NDArray::flatten() const {
   detail::check_not_none("flatten", *this);
@@ -220,7 +366,7 @@ void update_in_place(BinaryOp op, NDArray& a, const NDArray& b) {
   }
   // An rhs that overlaps a other than element for element (x += x[0]) would be read after it was
   // written: it is copied first, as NumPy does.
-  const bool aligned = b.data() == a.data() && b.shape() == a.shape();
+  const bool aligned = a.is(b);
   const NDArray rhs = !aligned && a.shares_memory(b) ? b.copy() : b;
   op::invoke_into(op::binary_op(op), {a, rhs}, {a});
 }
@@ -244,7 +390,9 @@ NDArray& NDArray::operator/=(double rhs) { update_in_place(BinaryOp::divide, *th
 
 NDArray& NDArray::fill(double value) {
   detail::check_not_none("fill", *this);
-  backend(context()).fill(context(), dtype_, data(), size(), value);
+  const detail::DenseOut out("fill", *this);
+  backend(context()).fill(context(), dtype_, out.data(), size(), value);
+  out.commit();
   return *this;
 }
 
@@ -275,7 +423,7 @@ void NDArray::wait_to_read() const {
 
 void NDArray::copy_to_host(void* dst, DType as) const {
   detail::check_not_none("asnumpy", *this);
-  const NDArray source = as == dtype_ ? *this : astype(as);
+  const NDArray source = as == dtype_ ? detail::dense(*this) : astype(as);
   const std::size_t bytes = static_cast<std::size_t>(size()) * dtype_size(as);
   copy_across(cpu(0), dst, context(), source.data(), bytes);
 }

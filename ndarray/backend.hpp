@@ -2,8 +2,8 @@
 // The backend interface: what a device must provide for NDArray to run on it: memory, copies, the
 // execution context of its ops, and the kernels not yet in the op registry (ndarray/ops/op.hpp).
 // The CPU backend lives in ndarray/cpu/backend.cpp; cuda/ implements the GPU one and gpu_backend()
-// returns it. Pointers are raw element pointers already offset to the array's first element; all
-// arrays are contiguous. Work may be queued asynchronously; synchronize() waits for it.
+// returns it. Pointers are raw element pointers already offset to the array's first element; the
+// arrays are contiguous except where an index says how to step through one (gather, scatter). Work may be queued asynchronously; synchronize() waits for it.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -57,8 +57,11 @@ class Backend {
   // out[i] = start + i * step (computed in double, then converted): arange, made on the device.
   virtual void arange(Context ctx, DType dt, void* out, std::int64_t n, double start, double step) = 0;
   virtual void cast(Context ctx, DType from, const void* in, DType to, void* out, std::int64_t n) = 0;
-  // out[i] = in[index(i)]: transpose and broadcast_to.
+  // out[i] = in[index(i)]: a strided view (transpose, broadcast_to, stepped slice) made contiguous.
   virtual void gather(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) = 0;
+  // out[index(i)] = in[i]: contiguous values written into a strided view's elements. The index
+  // must not repeat an element (no stride 0 axis of extent > 1).
+  virtual void scatter(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) = 0;
   // out (outer, inner); for argmax/argmin out is float32 positions, as in MXNet.
   virtual void reduce(Context ctx, ReduceOp op, DType dt, const void* in, void* out, ReduceShape shape) = 0;
   virtual void gemm(Context ctx, DType dt, const GemmArgs& args, const void* a, const void* b, void* c) = 0;

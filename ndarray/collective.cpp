@@ -44,6 +44,14 @@ bool all_on_gpus(const std::vector<NDArray>& group) {
   return true;
 }
 
+// NCCL sums raw buffers: strided views go through the peer algorithm, which writes through them.
+bool all_contiguous(const std::vector<NDArray>& group) {
+  for (const NDArray& x : group) {
+    if (!x.is_contiguous()) return false;
+  }
+  return true;
+}
+
 // Groups with the same context list go to NCCL together, in one fused launch.
 void reduce_nccl(const std::vector<const std::vector<NDArray>*>& groups) {
   std::map<std::vector<Context>, std::vector<AllReduceItem>> by_contexts;
@@ -89,6 +97,10 @@ void all_reduce(const std::vector<std::vector<NDArray>>& groups, ReduceAlgo algo
         throw ContextMismatch("all_reduce: NCCL reduces GPU arrays only, but group " + std::to_string(i) + " is " +
                               describe_group(groups[i]));
       }
+      if (!all_contiguous(groups[i])) {
+        throw ValueError("all_reduce: NCCL reduces contiguous arrays only, but group " + std::to_string(i) +
+                         " holds a strided view; use the peer algorithm or contiguous copies");
+      }
     }
   }
   autograd::Scope no_record = autograd::pause();  // in-place sums are not part of any graph
@@ -97,7 +109,7 @@ void all_reduce(const std::vector<std::vector<NDArray>>& groups, ReduceAlgo algo
   for (const std::vector<NDArray>& group : groups) {
     if (group.size() < 2) continue;
     const bool use_nccl = algo == ReduceAlgo::nccl ||
-                          (algo == ReduceAlgo::automatic && built_with_nccl() && all_on_gpus(group));
+                          (algo == ReduceAlgo::automatic && built_with_nccl() && all_on_gpus(group) && all_contiguous(group));
     if (use_nccl) to_nccl.push_back(&group);
     else reduce_peer(group, peer_groups++ % group.size());
   }

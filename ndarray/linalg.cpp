@@ -3,8 +3,23 @@
 #include "ndarray/autograd.hpp"
 #include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
+#include "ndarray/contiguous.hpp"
 
 namespace mx::nd {
+
+namespace {
+
+// A matrix operand as GEMM reads it: a contiguous one as is, a transposed view of a contiguous
+// matrix (strides (1, rows)) as its storage with the transpose flag flipped, anything else copied.
+NDArray gemm_operand(const NDArray& x, bool& trans) {
+  if (x.ndim() == 2 && !x.is_contiguous() && x.strides() == std::vector<std::int64_t>{1, x.shape()[0]}) {
+    trans = !trans;
+    return x;
+  }
+  return detail::dense(x);
+}
+
+}  // namespace
 
 NDArray dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose_b) {
   detail::check_same_context("dot", a, b);
@@ -41,7 +56,11 @@ NDArray dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose
   // An empty result needs no product (and cuBLAS rejects the leading dimension 0 that n = 0 gives);
   // an empty inner dimension sums nothing.
   if (out.size() > 0 && args.k == 0) out.fill(0.0);
-  if (out.size() > 0 && args.k > 0) backend(a.context()).gemm(a.context(), a.dtype(), args, a.data(), b.data(), out.data());
+  if (out.size() > 0 && args.k > 0) {
+    GemmArgs stored = args;
+    const NDArray sa = gemm_operand(a, stored.trans_a), sb = gemm_operand(b, stored.trans_b);
+    backend(a.context()).gemm(a.context(), a.dtype(), stored, sa.data(), sb.data(), out.data());
+  }
   if (autograd::needs_record({&a, &b})) {
     // Only the operands that lead to a variable get a gradient product (a Dense layer's input
     // usually does not), so backward costs no more matrix products than it must.

@@ -6,6 +6,7 @@
 #include "ndarray/autograd.hpp"
 #include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
+#include "ndarray/contiguous.hpp"
 #include "ndarray/creation.hpp"
 
 namespace mx::nd {
@@ -33,17 +34,15 @@ std::int64_t outer_count(const Shape& shape, int axis) {
 
 }  // namespace
 
-namespace {
-
-NDArray permute_axes(const NDArray& x, const std::vector<int>& axes_in, bool view_if_possible) {
+NDArray transpose(const NDArray& x, const std::vector<int>& axes_in) {
   detail::check_not_none("transpose", x);
   std::vector<int> axes = axes_in;
   if (axes.empty()) {
     axes.resize(static_cast<std::size_t>(x.ndim()));
     std::iota(axes.rbegin(), axes.rend(), 0);
   }
+  for (auto& a : axes) a = a < 0 ? a + x.ndim() : a;
   std::vector<int> sorted = axes;
-  for (auto& a : sorted) a = a < 0 ? a + x.ndim() : a;
   std::sort(sorted.begin(), sorted.end());
   std::vector<int> identity(static_cast<std::size_t>(x.ndim()));
   std::iota(identity.begin(), identity.end(), 0);
@@ -51,49 +50,48 @@ NDArray permute_axes(const NDArray& x, const std::vector<int>& axes_in, bool vie
     throw ShapeError("transpose: axes " + axes_str(axes_in) + " are not a permutation of the " +
                      std::to_string(x.ndim()) + " axes of " + detail::describe(x));
   }
-  std::vector<std::int64_t> out_dims;
-  std::vector<std::int64_t> moved;  // extents > 1, in output order, as input axis numbers
-  std::vector<int> kept;
+  // Out axis d is input axis axes[d]: its extent and stride.
+  const std::vector<std::int64_t> in_strides = x.strides();
+  std::vector<std::int64_t> out_dims, out_strides;
   for (int a : axes) {
-    a = a < 0 ? a + x.ndim() : a;
     out_dims.push_back(x.shape()[a]);
-    if (x.shape()[a] > 1) kept.push_back(a);
+    out_strides.push_back(in_strides[static_cast<std::size_t>(a)]);
   }
-  // When the axes of extent > 1 keep their order, the data layout does not change: a reshape.
-  if (std::is_sorted(kept.begin(), kept.end())) {
-    return view_if_possible ? x.reshape(Shape(out_dims)) : x.reshape(Shape(out_dims)).copy();
-  }
-  NDArray out(Shape(out_dims), x.context(), x.dtype());
-  std::vector<int> normalized = axes;
-  for (auto& a : normalized) a = a < 0 ? a + x.ndim() : a;
-  backend(x.context()).gather(x.context(), x.dtype(), make_transpose_index("transpose", x.shape(), normalized),
-                              x.data(), out.data());
+  NDArray out = x.as_strided(Shape(out_dims), out_strides);
+  detail::view_index("transpose", out);  // reports a view that the kernels could not step through
   if (autograd::needs_record({&x})) {
-    autograd::record_op("transpose", out, {&x}, [normalized](const NDArray& g) {
-      std::vector<int> inverse(normalized.size());
-      for (std::size_t d = 0; d < normalized.size(); ++d) inverse[static_cast<std::size_t>(normalized[d])] = static_cast<int>(d);
+    autograd::record_op("transpose", out, {&x}, [axes](const NDArray& g) {
+      std::vector<int> inverse(axes.size());
+      for (std::size_t d = 0; d < axes.size(); ++d) inverse[static_cast<std::size_t>(axes[d])] = static_cast<int>(d);
       return std::vector<NDArray>{transpose(g, inverse)};
     });
   }
   return out;
 }
 
-}  // namespace
-
-NDArray transpose(const NDArray& x, const std::vector<int>& axes) { return permute_axes(x, axes, false); }
-
-namespace detail {
-NDArray transpose_view(const NDArray& x) { return permute_axes(x, {}, true); }
-}  // namespace detail
+NDArray swapaxes(const NDArray& x, int axis1, int axis2) {
+  detail::check_not_none("swapaxes", x);
+  const int a = normalize_axis("swapaxes", axis1, x.shape());
+  const int b = normalize_axis("swapaxes", axis2, x.shape());
+  std::vector<int> axes(static_cast<std::size_t>(x.ndim()));
+  std::iota(axes.begin(), axes.end(), 0);
+  std::swap(axes[static_cast<std::size_t>(a)], axes[static_cast<std::size_t>(b)]);
+  return transpose(x, axes);
+}
 
 NDArray broadcast_to(const NDArray& x, const Shape& shape) {
   detail::check_not_none("broadcast_to", x);
   if (broadcast_shapes("broadcast_to", x.shape(), shape) != shape) {
     throw ShapeError("broadcast_to: " + detail::describe(x) + " cannot be broadcast to " + shape.tuple_str());
   }
-  NDArray out(shape, x.context(), x.dtype());
-  backend(x.context()).gather(x.context(), x.dtype(), make_broadcast_to_index("broadcast_to", shape, x.shape()), x.data(),
-                              out.data());
+  // x's strides right-aligned against shape; 0 where an axis is repeated or added.
+  const std::vector<std::int64_t> in_strides = x.strides();
+  std::vector<std::int64_t> strides(static_cast<std::size_t>(shape.ndim()), 0);
+  for (int d = 0; d < x.ndim(); ++d) {
+    if (x.shape()[d] != 1) strides[static_cast<std::size_t>(d + shape.ndim() - x.ndim())] = in_strides[static_cast<std::size_t>(d)];
+  }
+  NDArray out = x.as_strided(shape, strides);
+  detail::view_index("broadcast_to", out);  // reports a view that the kernels could not step through
   if (autograd::needs_record({&x})) {
     autograd::record_op("broadcast_to", out, {&x}, [from = x.shape()](const NDArray& g) {
       return std::vector<NDArray>{detail::sum_to(g, from)};
@@ -129,7 +127,7 @@ NDArray concat(const std::vector<NDArray>& arrays, int axis) {
     const std::size_t width = row_bytes(x, a);
     if (width > 0 && height > 0) {
       backend(out.context()).copy_2d(out.context(), static_cast<char*>(out.data()) + column, out_pitch,
-                                     x.data(), width, width, height);
+                                     detail::dense(x).data(), width, width, height);
     }
     column += width;
   }
@@ -169,7 +167,7 @@ NDArray slice_axis(const NDArray& x, int axis, std::int64_t begin, std::int64_t 
   const std::size_t height = static_cast<std::size_t>(outer_count(x.shape(), a));
   const std::size_t start = static_cast<std::size_t>(begin) * (n ? src_pitch / static_cast<std::size_t>(n) : 0);
   if (width > 0 && height > 0) {
-    backend(x.context()).copy_2d(x.context(), out.data(), width, static_cast<char*>(x.data()) + start,
+    backend(x.context()).copy_2d(x.context(), out.data(), width, static_cast<char*>(detail::dense(x).data()) + start,
                                  src_pitch, width, height);
   }
   if (autograd::needs_record({&x})) {

@@ -1,6 +1,6 @@
 #pragma once
-// Shape manipulation: reshape and first-axis slices are views (NDArray methods); these functions
-// copy.
+// Shape manipulation. reshape, transpose, swapaxes and broadcast_to return views of the same
+// storage (shape, strides, offset), as NumPy's; concat and slice_axis copy.
 #include <vector>
 
 #include "ndarray/array.hpp"
@@ -8,18 +8,17 @@
 namespace mx::nd {
 
 inline NDArray reshape(const NDArray& x, const Shape& shape) { return x.reshape(shape); }
-// Permutes the axes (default: reversed), into a new array as mx.nd.transpose. (x.T() is a view
-// where the data layout allows.)
+// Permutes the axes (default: reversed): a view with permuted strides. (mx.nd.transpose copies;
+// this one, as numpy.transpose, does not: x.transpose(...).copy() for a new array.)
 NDArray transpose(const NDArray& x, const std::vector<int>& axes = {});
-namespace detail {
-// The reversed axes: a view when no two axes of extent > 1 swap, else a copy. NDArray::T().
-NDArray transpose_view(const NDArray& x);
-}  // namespace detail
+// Interchanges two axes (negative counts from the end): a view, as mx.nd.swapaxes' values.
+NDArray swapaxes(const NDArray& x, int axis1, int axis2);
 // Joins arrays along an existing axis; all on one context, same dtype, other extents equal.
 NDArray concat(const std::vector<NDArray>& arrays, int axis = 0);
 // Elements [begin, end) along axis, copied.
 NDArray slice_axis(const NDArray& x, int axis, std::int64_t begin, std::int64_t end);
-// x repeated along its extent-1 axes to `shape` (NumPy broadcasting rules).
+// x repeated along its extent-1 axes to `shape` (NumPy broadcasting rules): a read-only view with
+// stride 0 on the repeated axes, as numpy.broadcast_to.
 NDArray broadcast_to(const NDArray& x, const Shape& shape);
 
 }  // namespace mx::nd

@@ -3,6 +3,7 @@
 #include "ndarray/autograd.hpp"
 #include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
+#include "ndarray/contiguous.hpp"
 #include "ndarray/elementwise.hpp"
 #include "ndarray/manipulation.hpp"
 
@@ -64,7 +65,7 @@ NDArray reduce(ReduceOp op, const NDArray& x, std::optional<int> axis, bool keep
                      " has no identity");
   }
   NDArray out(Shape(out_dims), x.context(), out_dtype);
-  backend(x.context()).reduce(x.context(), op, x.dtype(), x.data(), out.data(), rs);
+  backend(x.context()).reduce(x.context(), op, x.dtype(), detail::dense(x).data(), out.data(), rs);
   if (!is_arg && autograd::needs_record({&x})) {
     autograd::record_op(name, out, {&x}, [op, axis, x = x.detach(), out = out.detach()](const NDArray& g) {
       const NDArray spread = broadcast_to(expand_reduced(g, x.shape(), axis), x.shape());

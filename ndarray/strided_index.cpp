@@ -93,20 +93,9 @@ BroadcastIndex make_broadcast_index(const char* op, const Shape& out, const Shap
   return collapse<2>(op, out, strides);
 }
 
-GatherIndex make_broadcast_to_index(const char* op, const Shape& out, const Shape& in) {
-  const std::vector<std::int64_t> strides[1] = {broadcast_strides(out, in)};
-  return collapse<1>(op, out, strides);
-}
-
-GatherIndex make_transpose_index(const char* op, const Shape& in, const std::vector<int>& axes) {
-  const auto in_strides = contiguous_strides(in);
-  std::vector<std::int64_t> out_dims, strides;
-  for (int axis : axes) {
-    out_dims.push_back(in[axis]);
-    strides.push_back(in_strides[static_cast<std::size_t>(axis)]);
-  }
+GatherIndex make_view_index(const char* op, const Shape& shape, const std::vector<std::int64_t>& strides) {
   const std::vector<std::int64_t> all[1] = {strides};
-  return collapse<1>(op, Shape(out_dims), all);
+  return collapse<1>(op, shape, all);
 }
 
 }  // namespace mx

@@ -1,6 +1,7 @@
 #pragma once
-// StridedIndex<N>: maps a linear index over a contiguous output to element offsets in N operands
-// that may broadcast (stride 0) or be permuted (transpose). Shared by CPU loops and CUDA kernels.
+// StridedIndex<N>: maps a linear index in row-major order to element offsets in N operands that
+// may broadcast (stride 0), be permuted (transpose) or step (slices). Shared by CPU loops and CUDA
+// kernels.
 #include <cstdint>
 
 #include "ndarray/host_device.hpp"
@@ -37,7 +38,7 @@ struct StridedIndex {
 };
 
 using BroadcastIndex = StridedIndex<2>;  // binary ops: a, b
-using GatherIndex = StridedIndex<1>;     // transpose, broadcast_to
+using GatherIndex = StridedIndex<1>;     // strided views: gather (read) and scatter (write)
 
 // Contiguous element strides of a shape.
 std::vector<std::int64_t> contiguous_strides(const Shape& shape);
@@ -50,10 +51,8 @@ Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b);
 // mx::ShapeError naming op when more than kMaxDims axes remain after merging.
 BroadcastIndex make_broadcast_index(const char* op, const Shape& out, const Shape& a, const Shape& b);
 
-// Index for out[i_0..i_n] = in[i_axes[0]..]: out axis d reads input axis axes[d].
-GatherIndex make_transpose_index(const char* op, const Shape& in, const std::vector<int>& axes);
-
-// Index for reading `in` broadcast to `out`.
-GatherIndex make_broadcast_to_index(const char* op, const Shape& out, const Shape& in);
+// Index that steps through the elements of a view of `shape` with element `strides`, in row-major
+// order.
+GatherIndex make_view_index(const char* op, const Shape& shape, const std::vector<std::int64_t>& strides);
 
 }  // namespace mx

@@ -52,7 +52,8 @@ nd::NDArray gather_rows(const nd::NDArray& source, std::span<const std::int64_t>
   nd::NDArray out(shape, cpu(), source.dtype());
   std::size_t row_bytes = dtype_size(source.dtype());
   for (int axis = 1; axis < shape.ndim(); ++axis) row_bytes *= static_cast<std::size_t>(shape[axis]);
-  const auto* from = static_cast<const char*>(source.data());
+  const nd::NDArray rows = source.contiguous();  // a strided view is read through a copy
+  const auto* from = static_cast<const char*>(rows.data());
   auto* to = static_cast<char*>(out.data());
   for (std::size_t i = 0; i < indices.size(); ++i) {
     std::memcpy(to + i * row_bytes, from + static_cast<std::size_t>(indices[i]) * row_bytes, row_bytes);

@@ -79,6 +79,9 @@ class CpuBackend final : public Backend {
   void gather(Context, DType dt, const GatherIndex& index, const void* in, void* out) override {
     cpu_kernels::gather(dt, index, in, out);
   }
+  void scatter(Context, DType dt, const GatherIndex& index, const void* in, void* out) override {
+    cpu_kernels::scatter(dt, index, in, out);
+  }
   void reduce(Context, ReduceOp op, DType dt, const void* in, void* out, ReduceShape shape) override {
     cpu_kernels::reduce(op, dt, in, out, shape);
   }

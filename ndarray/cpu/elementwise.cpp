@@ -1,4 +1,4 @@
-// CPU loops of the backend ops: fill, arange, cast, affine, gather.
+// CPU loops of the backend ops: fill, arange, cast, affine, gather, scatter.
 #include "ndarray/cpu/kernels.hpp"
 #include "ndarray/functors.hpp"
 
@@ -66,6 +66,21 @@ void gather(DType dt, const GatherIndex& index, const void* in_raw, void* out_ra
       std::int64_t off[1];
       index.offsets(i, off);
       out[i] = in[off[0]];
+    }
+  });
+}
+
+void scatter(DType dt, const GatherIndex& index, const void* in_raw, void* out_raw) {
+  dispatch_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(in_raw);
+    T* out = static_cast<T*>(out_raw);
+    const std::int64_t n = index_size(index);
+#pragma omp parallel for if (n >= kParallelThreshold) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::int64_t off[1];
+      index.offsets(i, off);
+      out[off[0]] = in[i];
     }
   });
 }

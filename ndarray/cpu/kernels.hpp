@@ -16,6 +16,7 @@ void cast(DType from, const void* in, DType to, void* out, std::int64_t n);
 // data = data * scale + shift, fused (see functors::Affine).
 void affine(DType dt, void* data, std::int64_t n, double scale, double shift);
 void gather(DType dt, const GatherIndex& index, const void* in, void* out);
+void scatter(DType dt, const GatherIndex& index, const void* in, void* out);
 void reduce(ReduceOp op, DType dt, const void* in, void* out, ReduceShape shape);
 void gemm(DType dt, const GemmArgs& args, const void* a, const void* b, void* c);
 

@@ -5,6 +5,7 @@
 
 #include "ndarray/autograd_access.hpp"
 #include "ndarray/backend.hpp"
+#include "ndarray/contiguous.hpp"
 #include "ndarray/describe.hpp"
 
 namespace mx::op {
@@ -41,8 +42,41 @@ KernelFn kernel_for(const OpDef& op, Context ctx) {
   return kernel;
 }
 
+bool all_contiguous(const std::vector<nd::NDArray>& arrays) {
+  for (const nd::NDArray& x : arrays) {
+    if (!x.is_contiguous()) return false;
+  }
+  return true;
+}
+
+// Kernels read and write contiguous memory. Strided views among the arrays are copied into
+// contiguous ones for the kernel, and strided outputs written back into their base after it. An
+// output that is also an input (in place) shares that input's copy.
+void run_on_copies(const Invocation& inv, Context ctx, KernelFn kernel) {
+  Invocation dense = inv;
+  for (nd::NDArray& x : dense.inputs) x = nd::detail::dense(x);
+  for (std::size_t i = 0; i < inv.outputs.size(); ++i) {
+    const nd::NDArray& y = inv.outputs[i];
+    if (y.is_contiguous()) continue;
+    nd::detail::check_writable(inv.op->name, y);
+    dense.outputs[i] = nd::NDArray();
+    for (std::size_t j = 0; j < inv.inputs.size(); ++j) {
+      if (inv.inputs[j].is(y)) dense.outputs[i] = dense.inputs[j];
+    }
+    if (dense.outputs[i].is_none()) dense.outputs[i] = nd::detail::dense(y);
+  }
+  {
+    DeviceScope scope(ctx, inv.op->name);
+    kernel(scope.exec(), dense);
+  }
+  for (std::size_t i = 0; i < inv.outputs.size(); ++i) {
+    if (!inv.outputs[i].is_contiguous()) nd::detail::write_into(dense.outputs[i], inv.outputs[i]);
+  }
+}
+
 void run(const Invocation& inv, Context ctx) {
   const KernelFn kernel = kernel_for(*inv.op, ctx);
+  if (!all_contiguous(inv.inputs) || !all_contiguous(inv.outputs)) return run_on_copies(inv, ctx, kernel);
   DeviceScope scope(ctx, inv.op->name);
   kernel(scope.exec(), inv);
 }
@@ -143,6 +177,7 @@ void invoke_into(const OpDef& op, std::vector<nd::NDArray> inputs, std::vector<n
       throw ShapeError(std::string(op.name) + ": output " + nd::describe(out) + " should be " +
                        specs[i].shape.tuple_str() + " " + dtype_name(specs[i].dtype));
     }
+    nd::detail::check_writable(op.name, out);
   }
   run(inv, ctx);
 }

@@ -9,6 +9,10 @@
 //
 // An Invocation (op, params, inputs, outputs) is what autograd keeps per recorded op, and what a
 // traced graph replays: run_kernel(inv) runs it again without the front end. Internal header.
+//
+// Kernels see contiguous arrays only: a strided view among the inputs is copied into contiguous
+// memory first, and a strided output (invoke_into on a view) is computed into a contiguous copy
+// that is then written into the view's elements of the base.
 #include <array>
 #include <cstddef>
 #include <cstring>

@@ -336,6 +336,22 @@ std::vector<OpCase> shape_cases() {
        [](const auto& v) { return nd::broadcast_to(v[0], {2, 4, 3}); }},
       {"astype(float64) (identity)", {{{2, 3}}}, [](const auto& v) { return v[0].astype(v[0].dtype()) * v[0]; }},
       {"copy()", {{{2, 3}}}, [](const auto& v) { return v[0].copy() * v[0]; }},
+      // Strided views, and ops on them.
+      {"swapaxes(0, 2) of (2, 3, 4)", {{{2, 3, 4}}}, [](const auto& v) { return nd::swapaxes(v[0], 0, 2); }},
+      {"x.swapaxes(-1, 0) * x.T()", {{{3, 2}}}, [](const auto& v) { return v[0].swapaxes(-1, 0) * v[0].T(); }},
+      {"slice(0, 5, 2) of (5, 3)", {{{5, 3}}}, [](const auto& v) { return v[0].slice(0, 5, 2); }},
+      {"slice(1, -1, 3) of (8, 2)", {{{8, 2}}}, [](const auto& v) { return v[0].slice(1, -1, 3); }},
+      {"slice(0, 4, 2) of a T view of (3, 4)", {{{3, 4}}}, [](const auto& v) { return v[0].T().slice(0, 4, 2); }},
+      {"T()[1] of (3, 4) (a strided row)", {{{3, 4}}}, [](const auto& v) { return v[0].T()[1]; }},
+      {"broadcast_to of a T view (2, 3) -> (2, 3, 2)", {{{2, 3}}},
+       [](const auto& v) { return nd::broadcast_to(v[0].T(), {2, 3, 2}); }},
+      {"reshape of a T view (copies)", {{{2, 3}}}, [](const auto& v) { return v[0].T().reshape({6}) * 2.0; }},
+      {"contiguous() of a T view", {{{2, 3}}}, [](const auto& v) { return v[0].T().contiguous() * v[0].T(); }},
+      {"sum(0) of a T view", {{{2, 3}}}, [](const auto& v) { return v[0].T().sum(0); }},
+      {"exp of a stepped slice", {{{4, 2}}}, [](const auto& v) { return nd::exp(v[0].slice(1, 4, 2)); }},
+      {"dot of T views", {{{3, 2}}, {{4, 3}}}, [](const auto& v) { return nd::dot(v[0].T(), v[1].T()); }},
+      {"T view + broadcast_to view", {{{3, 2}}, {{3}}},
+       [](const auto& v) { return v[0].T() + nd::broadcast_to(v[1], {2, 3}); }},
   };
 }
 

@@ -1,5 +1,6 @@
-// Shape manipulation: reshape, x[i], slice and flatten are views of the same storage; T(),
-// transpose, concat, slice_axis and broadcast_to copy. Every case runs on every context.
+// Shape manipulation: reshape, x[i], slice (with steps), flatten, T(), transpose, swapaxes and
+// broadcast_to are views of the same storage; concat and slice_axis copy. Every case runs on every
+// context.
 #include "test/support/boost_test.hpp"
 #include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
@@ -164,14 +165,18 @@ BOOST_AUTO_TEST_CASE(flatten_keeps_the_first_axis) {
 
 // ---- transposes -------------------------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(T_of_a_matrix_is_a_transposed_copy) {
+BOOST_AUTO_TEST_CASE(T_of_a_matrix_is_a_transposed_view) {
   ndg_test::for_each_context([](mx::Context ctx) {
     const nd::NDArray a = nd::array({{1, 2, 3}, {4, 5, 6}}, ctx);
     nd::NDArray t = a.T();
     BOOST_TEST(t.shape() == (mx::Shape{3, 2}));
     BOOST_TEST(t.context() == ctx);
+    BOOST_TEST(t.strides() == (std::vector<std::int64_t>{1, 3}), tt::per_element());
+    BOOST_TEST(!t.is_contiguous());
+    BOOST_TEST(t.shares_memory(a));
     BOOST_TEST(values(t) == (Values{1, 4, 2, 5, 3, 6}), tt::per_element());
-    t.fill(0);  // a copy: a is untouched
+    BOOST_TEST(a.T().T().is_contiguous());  // transposed back: the same layout as a
+    t.copy().fill(0);  // a copy of the view: a is untouched
     BOOST_TEST(values(a) == (Values{1, 2, 3, 4, 5, 6}), tt::per_element());
     BOOST_TEST(values(a.T().T()) == values(a), tt::per_element());
     BOOST_TEST(values(nd::transpose(a)) == (Values{1, 4, 2, 5, 3, 6}), tt::per_element());
@@ -189,14 +194,18 @@ BOOST_AUTO_TEST_CASE(T_of_a_vector_or_row_is_the_same_data) {
     const nd::NDArray column = row.T();
     BOOST_TEST(column.shape() == (mx::Shape{3, 1}));
     BOOST_TEST(values(column) == (Values{1, 2, 3}), tt::per_element());
-    BOOST_TEST(column.shares_memory(row));  // T() is a view here
-    // transpose() is always a new array, as mx.nd.transpose: writing it leaves the row alone.
-    nd::NDArray copied = nd::transpose(row);
+    BOOST_TEST(column.shares_memory(row));  // T() is a view
+    BOOST_TEST(column.is_contiguous());      // with the row's layout: only extent-1 axes moved
+    // transpose() is a view too: writing it writes the row; a copy of it leaves the row alone.
+    nd::NDArray view = nd::transpose(row);
+    BOOST_TEST(view.shares_memory(row));
+    view += 1;
+    BOOST_TEST(values(row) == (Values{2, 3, 4}), tt::per_element());
+    nd::NDArray copied = nd::transpose(row).copy();
     BOOST_TEST(!copied.shares_memory(row));
-    BOOST_TEST(!row.transpose().shares_memory(row));
     copied += 1;
-    BOOST_TEST(values(row) == (Values{1, 2, 3}), tt::per_element());
-    BOOST_TEST(values(copied) == (Values{2, 3, 4}), tt::per_element());
+    BOOST_TEST(values(row) == (Values{2, 3, 4}), tt::per_element());
+    BOOST_TEST(values(copied) == (Values{3, 4, 5}), tt::per_element());
   });
 }
 
@@ -358,14 +367,185 @@ BOOST_AUTO_TEST_CASE(broadcast_to_repeats_extent_1_axes) {
       for (const double v : {7.0, 8.0})
         for (int k = 0; k < 4; ++k) expected.push_back(v);
     BOOST_TEST(values(both) == expected, tt::per_element());
-    // Same shape: a copy.
+    // Same shape: a view of the same elements.
     const nd::NDArray same = nd::broadcast_to(row, {3});
-    BOOST_TEST(!same.is(row));
+    BOOST_TEST(same.shares_memory(row));
     BOOST_TEST(values(same) == (Values{1, 2, 3}), tt::per_element());
     const nd::NDArray u = nd::broadcast_to(nd::array({255}, ctx, DType::uint8), {2, 2});
     BOOST_TEST(values(u) == (Values{255, 255, 255, 255}), tt::per_element());
     NDG_CHECK_THROWS_WITH(nd::broadcast_to(row, {2, 4}), mx::ShapeError, "broadcast_to", "(3,)", "(2, 4)");
     NDG_CHECK_THROWS_WITH(nd::broadcast_to(nd::ones({2, 3}, ctx), {3}), mx::ShapeError, "broadcast_to");
+  });
+}
+
+// ---- strided views -----------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(writing_through_a_transposed_view_writes_the_base) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray a = nd::array({{1, 2, 3}, {4, 5, 6}}, ctx);
+    nd::NDArray t = a.T();
+    // The base written: seen through the view.
+    a[0].fill(0);
+    BOOST_TEST(values(t) == (Values{0, 4, 0, 5, 0, 6}), tt::per_element());
+    // The view written: seen in the base. t[1] is a's column 1, itself a strided view.
+    nd::NDArray column = t[1];
+    BOOST_TEST(column.strides() == (std::vector<std::int64_t>{3}), tt::per_element());
+    column += 10;
+    BOOST_TEST(values(a) == (Values{0, 10, 0, 4, 15, 6}), tt::per_element());
+    t *= 2;
+    BOOST_TEST(values(a) == (Values{0, 20, 0, 8, 30, 12}), tt::per_element());
+    t -= nd::array({1, 2}, ctx);  // a broadcast rhs: t's column j gets j + 1 off, so a's row j does
+    BOOST_TEST(values(a) == (Values{-1, 19, -1, 6, 28, 10}), tt::per_element());
+    t.fill(7);
+    BOOST_TEST(values(a) == (Values{7, 7, 7, 7, 7, 7}), tt::per_element());
+    // copyto into the view, from this context and from cpu(0).
+    nd::array({{1, 2}, {3, 4}, {5, 6}}, ctx).copyto(t);
+    BOOST_TEST(values(a) == (Values{1, 3, 5, 2, 4, 6}), tt::per_element());
+    nd::array({{6, 5}, {4, 3}, {2, 1}}, mx::cpu()).copyto(t);
+    BOOST_TEST(values(a) == (Values{6, 4, 2, 5, 3, 1}), tt::per_element());
+    // swapaxes is the same kind of view.
+    nd::NDArray s = nd::swapaxes(a, 0, -1);
+    BOOST_TEST(s.shape() == (mx::Shape{3, 2}));
+    BOOST_TEST(values(s) == (Values{6, 5, 4, 3, 2, 1}), tt::per_element());
+    s += 1;
+    BOOST_TEST(values(a) == (Values{7, 5, 3, 6, 4, 2}), tt::per_element());
+    BOOST_TEST(values(a.swapaxes(1, 0)) == values(s), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(in_place_updates_with_an_overlapping_transposed_rhs) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray a = nd::array({{1, 2}, {3, 4}}, ctx);
+    a += a.T();  // reads a.T() as it was before the update
+    BOOST_TEST(values(a) == (Values{2, 5, 5, 8}), tt::per_element());
+    nd::NDArray t = a.T();
+    t += a;  // the output is the transposed view, the rhs the base
+    BOOST_TEST(values(a) == (Values{4, 10, 10, 16}), tt::per_element());
+    a.T().copyto(a);  // copyto between overlapping views
+    BOOST_TEST(values(a) == (Values{4, 10, 10, 16}), tt::per_element());
+    nd::NDArray m = nd::array({{1, 2}, {3, 4}}, ctx);
+    m.T().copyto(m);
+    BOOST_TEST(values(m) == (Values{1, 3, 2, 4}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(stepped_slices_are_views_of_every_step_th_row) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray x = nd::arange(10, ctx).reshape({5, 2});  // rows (0, 1), (2, 3), ... (8, 9)
+    nd::NDArray even = x.slice(0, 5, 2);
+    BOOST_TEST(even.shape() == (mx::Shape{3, 2}));
+    BOOST_TEST(even.strides() == (std::vector<std::int64_t>{4, 1}), tt::per_element());
+    BOOST_TEST(!even.is_contiguous());
+    BOOST_TEST(even.shares_memory(x));
+    BOOST_TEST(values(even) == (Values{0, 1, 4, 5, 8, 9}), tt::per_element());
+    BOOST_TEST(values(x.slice(1, -1, 2)) == (Values{2, 3, 6, 7}), tt::per_element());
+    BOOST_TEST(values(x.slice(1, 5, 3)) == (Values{2, 3, 8, 9}), tt::per_element());
+    BOOST_TEST(values(x.slice(-2, 5, 5)) == (Values{6, 7}), tt::per_element());
+    BOOST_TEST(x.slice(3, 3, 2).shape() == (mx::Shape{0, 2}));
+    BOOST_TEST(x.slice(1, 4, 1).is_contiguous());  // step 1: the plain slice
+    BOOST_TEST(values(nd::arange(7, ctx).slice(0, 7, 3)) == (Values{0, 3, 6}), tt::per_element());
+    // Rows of the view, and the view of a view.
+    BOOST_TEST(values(even[1]) == (Values{4, 5}), tt::per_element());
+    BOOST_TEST(values(even.slice(0, 3, 2)) == (Values{0, 1, 8, 9}), tt::per_element());
+    // Writing the view writes every other row of x; writing x shows in the view.
+    even.fill(-1);
+    BOOST_TEST(values(x) == (Values{-1, -1, 2, 3, -1, -1, 6, 7, -1, -1}), tt::per_element());
+    even += nd::array({1, 2}, ctx);
+    BOOST_TEST(values(x) == (Values{0, 1, 2, 3, 0, 1, 6, 7, 0, 1}), tt::per_element());
+    x[2].fill(5);
+    BOOST_TEST(values(even) == (Values{0, 1, 5, 5, 0, 1}), tt::per_element());
+    nd::NDArray odd = x.slice(1, 5, 2).reshape({2, 2});
+    nd::array({{10, 11}, {12, 13}}, ctx).copyto(odd);
+    BOOST_TEST(values(x) == (Values{0, 1, 10, 11, 5, 5, 12, 13, 0, 1}), tt::per_element());
+    // A stepped slice of a transposed view: columns 0 and 2 of a (2, 3) matrix.
+    const nd::NDArray m = nd::array({{1, 2, 3}, {4, 5, 6}}, ctx);
+    BOOST_TEST(values(m.T().slice(0, 3, 2)) == (Values{1, 4, 3, 6}), tt::per_element());
+    NDG_CHECK_THROWS_WITH(x.slice(0, 5, 0), mx::ValueError, "slice", "step");
+    NDG_CHECK_THROWS_WITH(x.slice(0, 6, 2), mx::IndexError, "slice");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(broadcast_to_is_a_read_only_view) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray row = nd::array({1, 2, 3}, ctx);
+    nd::NDArray b = nd::broadcast_to(row, {2, 3});
+    BOOST_TEST(b.strides() == (std::vector<std::int64_t>{0, 1}), tt::per_element());
+    BOOST_TEST(b.shares_memory(row));
+    row.slice(1, 2).fill(20);
+    BOOST_TEST(values(b) == (Values{1, 20, 3, 1, 20, 3}), tt::per_element());
+    // A view of a view: m.T()[1] is m's column 1, broadcast along a new axis.
+    const nd::NDArray m = nd::array({{1, 2}, {3, 4}}, ctx);
+    BOOST_TEST(values(nd::broadcast_to(m.T()[1].reshape({2, 1}), {2, 3})) == (Values{2, 2, 2, 4, 4, 4}),
+               tt::per_element());
+    NDG_CHECK_THROWS_WITH(b.fill(0), mx::ValueError, "fill", "read-only");
+    NDG_CHECK_THROWS_WITH(b += 1, mx::ValueError, "read-only");
+    NDG_CHECK_THROWS_WITH(nd::zeros({2, 3}, ctx).copyto(b), mx::ValueError, "copyto", "read-only");
+    BOOST_TEST(values(row) == (Values{1, 20, 3}), tt::per_element());
+    // A copy is writable.
+    nd::NDArray c = b.copy();
+    c += 1;
+    BOOST_TEST(values(c) == (Values{2, 21, 4, 2, 21, 4}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(reshape_and_contiguous_of_strided_views) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray a = nd::array({{1, 2, 3}, {4, 5, 6}}, ctx);
+    BOOST_TEST(a.contiguous().is(a));
+    const nd::NDArray t = a.T();
+    const nd::NDArray c = t.contiguous();
+    BOOST_TEST(c.is_contiguous());
+    BOOST_TEST(!c.shares_memory(a));
+    BOOST_TEST(values(c) == (Values{1, 4, 2, 5, 3, 6}), tt::per_element());
+    // Adding or dropping extent-1 axes keeps the view; any other reshape copies, as NumPy's.
+    const nd::NDArray r = t.reshape({3, 1, 2});
+    BOOST_TEST(r.shares_memory(a));
+    BOOST_TEST(values(r) == (Values{1, 4, 2, 5, 3, 6}), tt::per_element());
+    const nd::NDArray flat = t.reshape({-1});
+    BOOST_TEST(!flat.shares_memory(a));
+    BOOST_TEST(flat.is_contiguous());
+    BOOST_TEST(values(flat) == (Values{1, 4, 2, 5, 3, 6}), tt::per_element());
+    BOOST_TEST(values(t.flatten()) == (Values{1, 4, 2, 5, 3, 6}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(ops_on_views_equal_ops_on_copies) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray x = nd::arange(24, ctx, DType::float64).reshape({2, 3, 4});
+    const std::vector<std::pair<std::string, nd::NDArray>> views = {
+        {"T", x.T()},
+        {"transpose (1, 0, 2)", x.transpose({1, 0, 2})},
+        {"swapaxes(0, 2)", nd::swapaxes(x, 0, 2)},
+        {"stepped slice", nd::arange(48, ctx, DType::float64).reshape({4, 3, 4}).slice(1, 4, 2)},
+        {"broadcast_to", nd::broadcast_to(x[1].T().reshape({4, 1, 3}), {4, 2, 3})},
+    };
+    for (const auto& [name, v] : views) {
+      BOOST_TEST_CONTEXT(name) {
+        BOOST_TEST(!v.is_contiguous());
+        const nd::NDArray c = v.copy();
+        BOOST_TEST(c.is_contiguous());
+        BOOST_TEST(values(v + 1.0) == values(c + 1.0), tt::per_element());
+        BOOST_TEST(values(v * v) == values(c * c), tt::per_element());
+        BOOST_TEST(values(v - c) == values(nd::zeros_like(c)), tt::per_element());
+        BOOST_TEST(values(nd::exp(v / 10.0)) == values(nd::exp(c / 10.0)), tt::per_element());
+        BOOST_TEST(values(v.sum()) == values(c.sum()), tt::per_element());
+        BOOST_TEST(values(v.sum(1)) == values(c.sum(1)), tt::per_element());
+        BOOST_TEST(values(v.max(-1)) == values(c.max(-1)), tt::per_element());
+        BOOST_TEST(values(v.argmin(0)) == values(c.argmin(0)), tt::per_element());
+        BOOST_TEST(values(v.astype(DType::float32)) == values(c.astype(DType::float32)), tt::per_element());
+        BOOST_TEST(values(nd::concat({v, c}, 1)) == values(nd::concat({c, c}, 1)), tt::per_element());
+        BOOST_TEST(values(nd::slice_axis(v, 2, 0, 2)) == values(nd::slice_axis(c, 2, 0, 2)), tt::per_element());
+        BOOST_TEST(values(v.reshape({-1, 2})) == values(c.reshape({-1, 2})), tt::per_element());
+        BOOST_TEST(v.asvector<std::int64_t>() == c.asvector<std::int64_t>(), tt::per_element());
+      }
+    }
+    // dot of transposed views: the same as the transpose flags.
+    const nd::NDArray a = nd::arange(6, ctx, DType::float64).reshape({2, 3});
+    const nd::NDArray b = nd::arange(8, ctx, DType::float64).reshape({2, 4});
+    BOOST_TEST(values(nd::dot(a.T(), b)) == values(nd::dot(a, b, true, false)), tt::per_element());
+    BOOST_TEST(values(nd::dot(a.T(), b)) == values(nd::dot(a.T().copy(), b)), tt::per_element());
+    BOOST_TEST(values(nd::dot(b.T(), a.T().T())) == values(nd::dot(b, a, true, false)), tt::per_element());
+    BOOST_TEST(values(nd::dot(a, a.T())) == values(nd::dot(a, a, false, true)), tt::per_element());
   });
 }
 

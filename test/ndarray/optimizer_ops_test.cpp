@@ -69,6 +69,30 @@ BOOST_AUTO_TEST_CASE(sgd_update_against_reference) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(updates_through_strided_views_write_the_base) {
+  // The weight and the momentum are transposed views, the gradient a stepped slice: the update
+  // lands in the bases' elements, as for contiguous arrays.
+  const double lr = 0.1, momentum = 0.9;
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    nd::NDArray weight_base = nd::array(kWeight, {3, 2}, ctx, DType::float64);
+    nd::NDArray mom_base = nd::array(kMom, {3, 2}, ctx, DType::float64);
+    nd::NDArray weight = weight_base.T(), mom = mom_base.T();
+    Values grad_rows;  // rows 0 and 2 of a (4, 3) array hold the gradient of the (2, 3) view
+    for (std::size_t i = 0; i < 12; ++i) grad_rows.push_back(i / 3 % 2 == 0 ? kGrad[(i / 6) * 3 + i % 3] : 99.0);
+    const nd::NDArray grad = nd::array(grad_rows, {4, 3}, ctx, DType::float64).slice(0, 4, 2);
+    const Values w0 = values(weight), m0 = values(mom), g = values(grad);
+    nd::sgd_mom_update(weight, grad, mom, lr, momentum);
+    Values want_weight(6), want_mom(6);
+    for (std::size_t i = 0; i < 6; ++i) {
+      want_mom[i] = momentum * m0[i] - lr * g[i];
+      want_weight[i] = w0[i] + want_mom[i];
+    }
+    ndg_test::check_close(weight, want_weight, 1e-12, 1e-12);
+    ndg_test::check_close(mom, want_mom, 1e-12, 1e-12);
+    ndg_test::check_close(weight_base.T().copy(), want_weight, 1e-12, 1e-12);
+  });
+}
+
 BOOST_AUTO_TEST_CASE(sgd_mom_update_against_reference) {
   const double lr = 0.1, momentum = 0.9;
   for_each_case([&](const Hyper& h, mx::Context ctx, DType dt) {

@@ -88,6 +88,13 @@ BOOST_AUTO_TEST_CASE(nested_brackets) {
              "[[[0. 1.]\n  [2. 3.]]\n\n [[4. 5.]\n  [6. 7.]]]");
 }
 
+BOOST_AUTO_TEST_CASE(strided_views_print_their_own_elements) {
+  const nd::NDArray m = nd::array({{1, 2, 3}, {4, 5, 6}});
+  BOOST_TEST(nd::format_values(m.T()) == "[[1. 4.]\n [2. 5.]\n [3. 6.]]");
+  BOOST_TEST(nd::format_values(m.T().slice(0, 3, 2)) == "[[1. 4.]\n [3. 6.]]");
+  BOOST_TEST(nd::format_values(nd::broadcast_to(m[1], {2, 3})) == "[[4. 5. 6.]\n [4. 5. 6.]]");
+}
+
 BOOST_AUTO_TEST_CASE(long_rows_wrap_at_75_columns) {
   BOOST_TEST(nd::format_values(nd::arange(30)) ==
              "[ 0.  1.  2.  3.  4.  5.  6.  7.  8.  9. 10. 11. 12. 13. 14. 15. 16. 17.\n"

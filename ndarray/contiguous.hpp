@@ -1,0 +1,39 @@
+#pragma once
+// Internal: how kernels, which read and write contiguous memory, meet strided views. Inputs are
+// copied into contiguous memory on demand; a strided output is computed into a contiguous
+// stand-in whose values are then written into the view's elements of the base.
+#include "ndarray/array.hpp"
+#include "ndarray/strided_index.hpp"
+
+namespace mx::nd::detail {
+
+// The gather index that reads x's elements in row-major order from x.data(); mx::ShapeError
+// naming op when x's axes cannot be merged into kMaxDims.
+GatherIndex view_index(const char* op, const NDArray& x);
+
+// x when contiguous, else a contiguous copy on x's context. Not recorded by autograd: a kernel's
+// operand, not a value of the graph.
+NDArray dense(const NDArray& x);
+
+// Writes the contiguous src into the elements of dst (same shape, dtype and context; dst may be
+// a strided view).
+void write_into(const NDArray& src, const NDArray& dst);
+
+// mx::ValueError naming op when dst repeats elements (a stride 0 axis of extent > 1, as a
+// broadcast_to view has): such a view is read-only, as in NumPy.
+void check_writable(const char* op, const NDArray& dst);
+
+// A contiguous stand-in for an array a backend kernel updates in place: dst itself when
+// contiguous, else a copy of its values that commit() writes back into dst's elements.
+class DenseOut {
+ public:
+  DenseOut(const char* op, const NDArray& dst);
+  void* data() const { return dense_.data(); }
+  void commit() const;
+
+ private:
+  NDArray dst_;
+  NDArray dense_;
+};
+
+}  // namespace mx::nd::detail
