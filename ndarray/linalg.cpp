@@ -48,11 +48,12 @@ NDArray dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose
                      ", rhs " + detail::describe(b) + (transpose_b ? " (transposed)" : "") + " has " +
                      std::to_string(k_b));
   }
-  std::vector<std::int64_t> out_dims;
-  if (a.ndim() == 2) out_dims.push_back(args.m);
-  if (b.ndim() == 2) out_dims.push_back(args.n);
-  if (out_dims.empty()) out_dims.push_back(1);
-  NDArray out(Shape(out_dims), a.context(), a.dtype());
+  // (m, n) for two matrices, (m,) or (n,) with a vector, (1,) for two vectors.
+  const Shape out_shape = a.ndim() == 2 && b.ndim() == 2 ? Shape{args.m, args.n}
+                          : a.ndim() == 2               ? Shape{args.m}
+                          : b.ndim() == 2               ? Shape{args.n}
+                                                        : Shape{1};
+  NDArray out(out_shape, a.context(), a.dtype());
   // An empty result needs no product (and cuBLAS rejects the leading dimension 0 that n = 0 gives);
   // an empty inner dimension sums nothing.
   if (out.size() > 0 && args.k == 0) out.fill(0.0);

@@ -14,13 +14,19 @@ std::int64_t Shape::numel() const {
 
 std::string Shape::str() const {
   std::string out;
-  for (int i = 0; i < ndim(); ++i) out += (i ? "x" : "") + std::to_string((*this)[i]);
+  for (int i = 0; i < ndim(); ++i) {
+    if (i) out += 'x';
+    out += std::to_string((*this)[i]);
+  }
   return out;
 }
 
 std::string Shape::tuple_str() const {
   std::string out = "(";
-  for (int i = 0; i < ndim(); ++i) out += (i ? ", " : "") + std::to_string((*this)[i]);
+  for (int i = 0; i < ndim(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string((*this)[i]);
+  }
   return out + (ndim() == 1 ? ",)" : ")");
 }
 

@@ -42,7 +42,7 @@ class Shape {
   void assign(const std::int64_t* dims, std::size_t n) {
     ndim_ = n;
     if (n > kInline) heap_.assign(dims, dims + n);
-    else std::copy(dims, dims + n, inline_.begin());
+    else for (std::size_t i = 0; i < n && i < kInline; ++i) inline_[i] = dims[i];
   }
   const std::int64_t* data() const { return ndim_ > kInline ? heap_.data() : inline_.data(); }
   std::int64_t* data() { return ndim_ > kInline ? heap_.data() : inline_.data(); }
