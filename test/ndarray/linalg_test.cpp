@@ -15,20 +15,12 @@
 namespace nd = mx::nd;
 namespace tt = boost::test_tools;
 using mx::DType;
+using ndg_test::uniform_values;
 using ndg_test::Values;
 using ndg_test::dtype_of;
 using ndg_test::values;
 
 namespace {
-
-// n values uniform in [-1, 1), the same on every run.
-Values uniform_values(std::size_t n, unsigned seed) {
-  std::mt19937 engine(seed);
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  Values v(n);
-  for (double& x : v) x = uniform(engine);
-  return v;
-}
 
 // Row-major (m, k) · (k, n) in double.
 Values naive_matmul(const Values& a, const Values& b, std::int64_t m, std::int64_t k, std::int64_t n) {

@@ -18,18 +18,12 @@ namespace nd = mx::nd;
 namespace ag = mx::autograd;
 namespace tt = boost::test_tools;
 using mx::DType;
+using ndg_test::uniform_values;
 using ndg_test::Values;
 using ndg_test::values;
 
 namespace {
 
-Values uniform_values(std::size_t n, unsigned seed) {
-  std::mt19937 engine(seed);
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  Values v(n);
-  for (double& x : v) x = uniform(engine);
-  return v;
-}
 
 double activate(const std::string& act, double v) {
   if (act == "relu") return v > 0 ? v : 0;

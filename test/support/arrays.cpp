@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include <boost/test/unit_test.hpp>
 
@@ -26,6 +27,14 @@ void check_close(const mx::nd::NDArray& got, const Values& want, double rtol, do
     BOOST_TEST(std::abs(have[i] - want[i]) <= atol + rtol * std::abs(want[i]),
                "element " << i << ": " << have[i] << " vs " << want[i]);
   }
+}
+
+Values uniform_values(std::size_t n, unsigned seed) {
+  std::mt19937 engine(seed);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  Values v(n);
+  for (double& x : v) x = uniform(engine);
+  return v;
 }
 
 }  // namespace ndg_test

@@ -24,6 +24,9 @@ Values values(const mx::nd::NDArray& x);
 // The bit patterns of a float32 array: "identical" means these compare equal.
 std::vector<std::uint32_t> bits_of(const mx::nd::NDArray& x);
 
+// n values uniform in [-1, 1), the same on every run for one seed.
+Values uniform_values(std::size_t n, unsigned seed);
+
 // Every element finite and |got - want| <= atol + rtol * |want|, naming the first elements that
 // are not.
 void check_close(const mx::nd::NDArray& got, const Values& want, double rtol = 1e-5, double atol = 1e-6);
