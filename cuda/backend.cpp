@@ -2,13 +2,11 @@
 // returns at once; synchronize() waits and reports a failed kernel with the last op queued.
 #include <string>
 
-#include "cuda/blas.hpp"
 #include "cuda/check.hpp"
 #include "cuda/device.hpp"
 #include "cuda/device_guard.hpp"
 #include "cuda/kernels.hpp"
 #include "cuda/memory.hpp"
-#include "cuda/random.hpp"
 
 namespace mx {
 namespace {
@@ -97,18 +95,6 @@ class GpuBackend final : public Backend {
     if (previous_device >= 0) cudaSetDevice(previous_device);
   }
 
-  void fill(Context ctx, DType dt, void* out, std::int64_t n, double value) override {
-    OnDevice on(ctx, "fill");
-    cuda::fill(on.stream(), dt, out, n, value);
-  }
-  void arange(Context ctx, DType dt, void* out, std::int64_t n, double start, double step) override {
-    OnDevice on(ctx, "arange");
-    cuda::arange(on.stream(), dt, out, n, start, step);
-  }
-  void cast(Context ctx, DType from, const void* in, DType to, void* out, std::int64_t n) override {
-    OnDevice on(ctx, "astype");
-    cuda::cast(on.stream(), from, in, to, out, n);
-  }
   void gather(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) override {
     OnDevice on(ctx, "transpose");
     cuda::gather(on.stream(), dt, index, in, out);
@@ -117,28 +103,7 @@ class GpuBackend final : public Backend {
     OnDevice on(ctx, "copyto");
     cuda::scatter(on.stream(), dt, index, in, out);
   }
-  void reduce(Context ctx, ReduceOp op, DType dt, const void* in, void* out, ReduceShape shape) override {
-    OnDevice on(ctx, op_name(op));
-    const int multiprocessors = on.device().multiprocessors();
-    // Freed stream-ordered after the kernels.
-    const op::Workspace scratch({ctx, on.stream(), multiprocessors}, cuda::reduce_scratch_bytes(multiprocessors, shape));
-    cuda::reduce(on.stream(), multiprocessors, op, dt, in, out, shape, scratch.data());
-  }
-  void gemm(Context ctx, DType dt, const GemmArgs& args, const void* a, const void* b, void* c) override {
-    OnDevice on(ctx, "dot");
-    cuda::gemm(ctx.device_id(), dt, args, a, b, c);
-  }
-  void random_uniform(Context ctx, DType dt, void* out, std::int64_t n, double low, double high,
-                      std::int64_t offset) override {
-    OnDevice on(ctx, "random.uniform");
-    cuda::random_uniform(ctx.device_id(), dt, out, n, low, high, offset);
-  }
-  void random_normal(Context ctx, DType dt, void* out, std::int64_t n, double loc, double scale,
-                     std::int64_t offset) override {
-    OnDevice on(ctx, "random.normal");
-    cuda::random_normal(ctx.device_id(), dt, out, n, loc, scale, offset);
-  }
-  std::uint64_t random_position(Context ctx) override { return cuda::random_position(ctx.device_id()); }
+  std::uint64_t random_position(Context ctx) override { return cuda::device(ctx.device_id()).curand_position(); }
 
   void synchronize(Context ctx) override {
     Device& dev = cuda::device(ctx.device_id());

@@ -11,6 +11,7 @@
 #include "ndarray/creation.hpp"
 #include "ndarray/elementwise.hpp"
 #include "ndarray/manipulation.hpp"
+#include "ndarray/ops/creation_kernels.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
 #include "ndarray/reduce.hpp"
 
@@ -75,15 +76,6 @@ void check_writable(const char* op, const NDArray& dst) {
   }
 }
 
-DenseOut::DenseOut(const char* op, const NDArray& dst) : dst_(dst) {
-  check_writable(op, dst);
-  dense_ = dense(dst);
-}
-
-void DenseOut::commit() const {
-  if (!dst_.is_contiguous()) write_into(dense_, dst_);
-}
-
 }  // namespace detail
 
 NDArray::NDArray(const Shape& shape, Context ctx, DType dtype)
@@ -142,6 +134,7 @@ void* NDArray::data() const { return static_cast<char*>(storage_->data()) + offs
 
 NDArray NDArray::copyto(Context ctx) const {
   detail::check_not_none("copyto", *this);
+  if (ctx == context()) return copy();
   NDArray out(shape_, ctx, dtype_);
   copyto(out);
   if (autograd::needs_record({this})) {
@@ -188,7 +181,10 @@ NDArray NDArray::copyto(NDArray& dst) const {
   return dst;
 }
 
-NDArray NDArray::copy() const { return copyto(context()); }
+NDArray NDArray::copy() const {
+  detail::check_not_none("copy", *this);
+  return op::invoke1(op::copy_op(), {*this});
+}
 
 NDArray NDArray::contiguous() const {
   detail::check_not_none("contiguous", *this);
@@ -202,15 +198,7 @@ NDArray NDArray::as_in_context(Context ctx) const {
 
 NDArray NDArray::astype(DType dtype) const {
   detail::check_not_none("astype", *this);
-  if (dtype == dtype_) return copy();
-  NDArray out(shape_, context(), dtype);
-  backend(context()).cast(context(), dtype_, detail::dense(*this).data(), dtype, out.data(), size());
-  if (autograd::needs_record({this})) {
-    autograd::record_op("astype", out, {this}, [from = dtype_](const NDArray& g) {
-      return std::vector<NDArray>{g.astype(from)};
-    });
-  }
-  return out;
+  return cast(*this, dtype);
 }
 
 NDArray NDArray::reshape(const Shape& shape) const {
@@ -390,9 +378,8 @@ NDArray& NDArray::operator/=(double rhs) { update_in_place(BinaryOp::divide, *th
 
 NDArray& NDArray::fill(double value) {
   detail::check_not_none("fill", *this);
-  const detail::DenseOut out("fill", *this);
-  backend(context()).fill(context(), dtype_, out.data(), size(), value);
-  out.commit();
+  detail::check_writable("fill", *this);
+  op::invoke_into(op::full_op(), {}, {*this}, op::FillParams{value});
   return *this;
 }
 

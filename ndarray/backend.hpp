@@ -1,6 +1,7 @@
 #pragma once
-// The backend interface: what a device must provide for NDArray to run on it: memory, copies, the
-// execution context of its ops, and the kernels not yet in the op registry (ndarray/ops/op.hpp).
+// The backend interface: what a device must provide for NDArray to run on it: memory, copies
+// (plain, 2-D, across contexts, and through strided views), the execution context of its ops, its
+// generator's position and synchronisation. The computations are registered ops (ndarray/ops/).
 // The CPU backend lives in ndarray/cpu/backend.cpp; cuda/ implements the GPU one and gpu_backend()
 // returns it. Pointers are raw element pointers already offset to the array's first element; the
 // arrays are contiguous except where an index says how to step through one (gather, scatter). Work may be queued asynchronously; synchronize() waits for it.
@@ -19,14 +20,6 @@ namespace mx {
 struct MemoryStats {
   std::size_t allocated = 0;  // bytes held by live arrays
   std::size_t reserved = 0;   // bytes held by the allocator, allocated + cached
-};
-
-// A matrix product in row-major terms: c (m, n) = alpha * op(a) · op(b) + beta * c, where op(a) is
-// (m, k) and op(b) is (k, n); trans_a means a is stored (k, m), trans_b that b is stored (n, k).
-struct GemmArgs {
-  bool trans_a = false, trans_b = false;
-  std::int64_t m = 0, n = 0, k = 0;
-  double alpha = 1.0, beta = 0.0;
 };
 
 class Backend {
@@ -53,24 +46,11 @@ class Backend {
   virtual op::ExecContext enter(Context ctx, const char* op, int& previous_device) = 0;
   virtual void leave(int previous_device) noexcept = 0;
 
-  virtual void fill(Context ctx, DType dt, void* out, std::int64_t n, double value) = 0;
-  // out[i] = start + i * step (computed in double, then converted): arange, made on the device.
-  virtual void arange(Context ctx, DType dt, void* out, std::int64_t n, double start, double step) = 0;
-  virtual void cast(Context ctx, DType from, const void* in, DType to, void* out, std::int64_t n) = 0;
   // out[i] = in[index(i)]: a strided view (transpose, broadcast_to, stepped slice) made contiguous.
   virtual void gather(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) = 0;
   // out[index(i)] = in[i]: contiguous values written into a strided view's elements. The index
   // must not repeat an element (no stride 0 axis of extent > 1).
   virtual void scatter(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) = 0;
-  // out (outer, inner); for argmax/argmin out is float32 positions, as in MXNet.
-  virtual void reduce(Context ctx, ReduceOp op, DType dt, const void* in, void* out, ReduceShape shape) = 0;
-  virtual void gemm(Context ctx, DType dt, const GemmArgs& args, const void* a, const void* b, void* c) = 0;
-  // Uniform in (low, high] / normal, from ctx's generator (seeded by mx::random::seed). The draw
-  // continues the generator, or starts `offset` values after the seed when offset >= 0.
-  virtual void random_uniform(Context ctx, DType dt, void* out, std::int64_t n, double low, double high,
-                              std::int64_t offset) = 0;
-  virtual void random_normal(Context ctx, DType dt, void* out, std::int64_t n, double loc, double scale,
-                             std::int64_t offset) = 0;
   // Values drawn from ctx's generator since the last seed.
   virtual std::uint64_t random_position(Context ctx) = 0;
 

@@ -23,17 +23,4 @@ void write_into(const NDArray& src, const NDArray& dst);
 // broadcast_to view has): such a view is read-only, as in NumPy.
 void check_writable(const char* op, const NDArray& dst);
 
-// A contiguous stand-in for an array a backend kernel updates in place: dst itself when
-// contiguous, else a copy of its values that commit() writes back into dst's elements.
-class DenseOut {
- public:
-  DenseOut(const char* op, const NDArray& dst);
-  void* data() const { return dense_.data(); }
-  void commit() const;
-
- private:
-  NDArray dst_;
-  NDArray dense_;
-};
-
 }  // namespace mx::nd::detail

@@ -1,6 +1,6 @@
 #pragma once
 // Shape manipulation. reshape, transpose, swapaxes and broadcast_to return views of the same
-// storage (shape, strides, offset), as NumPy's; concat and slice_axis copy.
+// storage (shape, strides, offset), as NumPy's; concat, slice_axis and cast copy.
 #include <vector>
 
 #include "ndarray/array.hpp"
@@ -20,5 +20,8 @@ NDArray slice_axis(const NDArray& x, int axis, std::int64_t begin, std::int64_t 
 // x repeated along its extent-1 axes to `shape` (NumPy broadcasting rules): a read-only view with
 // stride 0 on the repeated axes, as numpy.broadcast_to.
 NDArray broadcast_to(const NDArray& x, const Shape& shape);
+// x's values converted to dtype (C++ conversions: floats to integers truncate toward zero), as
+// mx.nd.cast; x.astype(dtype) is the same. A copy even when dtype is x's.
+NDArray cast(const NDArray& x, DType dtype);
 
 }  // namespace mx::nd

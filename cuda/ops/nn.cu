@@ -22,7 +22,7 @@ __global__ void bias_activation_elements(T* out, const T* bias, std::int64_t row
 
 // The product (cuBLAS), then the bias and activation in one pass over it, in place.
 void fully_connected(const ExecContext& ec, const Invocation& inv) {
-  fully_connected_product(inv);
+  fully_connected_product(ec, inv);
   const auto& p = inv.params.as<FullyConnectedParams>();
   if (p.no_bias && !p.act) return;
   const nd::NDArray& y = inv.outputs[0];

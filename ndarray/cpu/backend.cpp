@@ -67,36 +67,11 @@ class CpuBackend final : public Backend {
   }
   void leave(int) noexcept override {}
 
-  void fill(Context, DType dt, void* out, std::int64_t n, double value) override {
-    cpu_kernels::fill(dt, out, n, value);
-  }
-  void arange(Context, DType dt, void* out, std::int64_t n, double start, double step) override {
-    cpu_kernels::arange(dt, out, n, start, step);
-  }
-  void cast(Context, DType from, const void* in, DType to, void* out, std::int64_t n) override {
-    cpu_kernels::cast(from, in, to, out, n);
-  }
   void gather(Context, DType dt, const GatherIndex& index, const void* in, void* out) override {
     cpu_kernels::gather(dt, index, in, out);
   }
   void scatter(Context, DType dt, const GatherIndex& index, const void* in, void* out) override {
     cpu_kernels::scatter(dt, index, in, out);
-  }
-  void reduce(Context, ReduceOp op, DType dt, const void* in, void* out, ReduceShape shape) override {
-    cpu_kernels::reduce(op, dt, in, out, shape);
-  }
-  void gemm(Context, DType dt, const GemmArgs& args, const void* a, const void* b, void* c) override {
-    cpu_kernels::gemm(dt, args, a, b, c);
-  }
-
-  void random_uniform(Context, DType dt, void* out, std::int64_t n, double low, double high,
-                      std::int64_t offset) override {
-    detail::host_random_uniform(dt, out, n, offset);
-    if (low != 0.0 || high != 1.0) cpu_kernels::affine(dt, out, n, high - low, low);  // (0, 1] -> (low, high]
-  }
-  void random_normal(Context, DType dt, void* out, std::int64_t n, double loc, double scale,
-                     std::int64_t offset) override {
-    detail::host_random_normal(dt, out, n, loc, scale, offset);
   }
   std::uint64_t random_position(Context) override { return detail::host_random_position(); }
 

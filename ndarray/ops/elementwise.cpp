@@ -7,6 +7,7 @@
 #include "ndarray/op_table.hpp"
 #include "ndarray/ops/elementwise_functors.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
+#include "ndarray/ops/parallel.hpp"
 #include "ndarray/strided_index.hpp"
 
 namespace mx::op {
@@ -15,23 +16,18 @@ namespace {
 using nd::NDArray;
 using Grads = std::vector<NDArray>;
 
-// Arrays smaller than this run on one thread: thread start-up costs more than the loop.
-constexpr std::int64_t kParallelThreshold = 1 << 15;
-
 // --- CPU loops: the reference of each CUDA kernel ------------------------------------------------
 
 // out[i] = f(in[i])
 template <class T, class F>
 void map_cpu(const T* in, T* out, std::int64_t n, F f) {
-#pragma omp parallel for simd if (n >= kParallelThreshold) schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
+  parallel_for_simd(n, [&](std::int64_t i) { out[i] = f(in[i]); });
 }
 
 // out[i] = f(g[i], x[i], y[i])
 template <class T, class F>
 void map3_cpu(const T* g, const T* x, const T* y, T* out, std::int64_t n, F f) {
-#pragma omp parallel for simd if (n >= kParallelThreshold) schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) out[i] = f(g[i], x[i], y[i]);
+  parallel_for_simd(n, [&](std::int64_t i) { out[i] = f(g[i], x[i], y[i]); });
 }
 
 template <UnaryOp op, class T>
@@ -66,16 +62,14 @@ struct BinaryCpu {
     const BroadcastIndex index = binary_index(inv);
     const std::int64_t n = inv.outputs[0].size();
     if (index.contiguous()) {
-#pragma omp parallel for simd if (n >= kParallelThreshold) schedule(static)
-      for (std::int64_t i = 0; i < n; ++i) out[i] = Binary<op>::forward(a[i], b[i]);
+      parallel_for_simd(n, [&](std::int64_t i) { out[i] = Binary<op>::forward(a[i], b[i]); });
       return;
     }
-#pragma omp parallel for if (n >= kParallelThreshold) schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) {
+    parallel_for(n, [&](std::int64_t i) {
       std::int64_t off[2];
       index.offsets(i, off);
       out[i] = Binary<op>::forward(a[off[0]], b[off[1]]);
-    }
+    });
   }
 };
 
@@ -92,13 +86,12 @@ struct BinaryBackwardCpu {
       T* gb = static_cast<T*>(inv.outputs[1].data());
       const BroadcastIndex index = binary_backward_index(inv);
       const std::int64_t n = inv.outputs[0].size();
-#pragma omp parallel for if (n >= kParallelThreshold) schedule(static)
-      for (std::int64_t i = 0; i < n; ++i) {
+      parallel_for(n, [&](std::int64_t i) {
         std::int64_t off[2];
         index.offsets(i, off);
         ga[i] = g[i] * Binary<op>::da(a[off[0]], b[off[1]], y[i]);
         gb[i] = g[i] * Binary<op>::db(a[off[0]], b[off[1]], y[i]);
-      }
+      });
     }
   }
 };

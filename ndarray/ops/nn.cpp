@@ -3,11 +3,12 @@
 // CUDA launch of the epilogue is in cuda/ops/nn.cu.
 #include "ndarray/nn.hpp"
 
-#include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
 #include "ndarray/linalg.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
+#include "ndarray/ops/linalg_kernels.hpp"
 #include "ndarray/ops/nn_kernels.hpp"
+#include "ndarray/ops/parallel.hpp"
 #include "ndarray/reduce.hpp"
 
 namespace mx::op {
@@ -15,9 +16,6 @@ namespace {
 
 using nd::NDArray;
 using Grads = std::vector<NDArray>;
-
-// Arrays smaller than this run on one thread: thread start-up costs more than the loop.
-constexpr std::int64_t kParallelThreshold = 1 << 15;
 
 const FullyConnectedParams& fc_params(const Invocation& inv) { return inv.params.as<FullyConnectedParams>(); }
 
@@ -64,8 +62,8 @@ void fully_connected_infer(const Invocation& inv, std::vector<OutputSpec>& out) 
 // --- CPU loop: the reference of the CUDA epilogue ----------------------------------------------
 
 // out (rows, cols) = act(out + bias[col]); bias may be null.
-void fully_connected_cpu(const ExecContext&, const Invocation& inv) {
-  fully_connected_product(inv);
+void fully_connected_cpu(const ExecContext& ec, const Invocation& inv) {
+  fully_connected_product(ec, inv);
   const FullyConnectedParams& p = fc_params(inv);
   if (p.no_bias && !p.act) return;
   const NDArray& y = inv.outputs[0];
@@ -75,11 +73,10 @@ void fully_connected_cpu(const ExecContext&, const Invocation& inv) {
     T* out = static_cast<T*>(y.data());
     const T* bias = p.no_bias ? nullptr : static_cast<const T*>(inv.inputs[2].data());
     with_activation(p.act, [&](auto act) {
-#pragma omp parallel for if (rows * cols >= kParallelThreshold) schedule(static)
-      for (std::int64_t r = 0; r < rows; ++r) {
+      parallel_for(rows, [&](std::int64_t r) {
         T* row = out + r * cols;
         for (std::int64_t c = 0; c < cols; ++c) row[c] = act(bias ? static_cast<T>(row[c] + bias[c]) : row[c]);
-      }
+      }, rows * cols);
     });
   });
 }
@@ -124,18 +121,15 @@ const OpDef& fully_connected_op() {
   return reg;
 }
 
-void fully_connected_product(const Invocation& inv) {
+void fully_connected_product(const ExecContext& ec, const Invocation& inv) {
   const NDArray &x = inv.inputs[0], &weight = inv.inputs[1], &y = inv.outputs[0];
   if (y.size() == 0) return;
-  const Context ctx = y.context();
   GemmArgs args;
   args.trans_b = true;
   args.m = y.size() / fc_params(inv).num_hidden;
   args.n = weight.shape()[0];
   args.k = weight.shape()[1];
-  // An empty inner dimension sums nothing (and cuBLAS rejects it).
-  if (args.k == 0) backend(ctx).fill(ctx, y.dtype(), y.data(), y.size(), 0.0);
-  else backend(ctx).gemm(ctx, y.dtype(), args, x.data(), weight.data(), y.data());
+  gemm(ec, y.dtype(), args, x.data(), weight.data(), y.data());
 }
 
 }  // namespace mx::op

@@ -26,7 +26,7 @@ struct FullyConnectedParams {
 const OpDef& fully_connected_op();
 
 // The matrix product of a FullyConnected invocation, into its output: (rows, num_hidden).
-void fully_connected_product(const Invocation& inv);
+void fully_connected_product(const ExecContext& ec, const Invocation& inv);
 
 // The identity, for FullyConnected without an activation.
 struct Identity {

@@ -54,7 +54,9 @@ bool all_contiguous(const std::vector<nd::NDArray>& arrays) {
 // output that is also an input (in place) shares that input's copy.
 void run_on_copies(const Invocation& inv, Context ctx, KernelFn kernel) {
   Invocation dense = inv;
-  for (nd::NDArray& x : dense.inputs) x = nd::detail::dense(x);
+  if (!inv.op->strided_inputs) {
+    for (nd::NDArray& x : dense.inputs) x = nd::detail::dense(x);
+  }
   for (std::size_t i = 0; i < inv.outputs.size(); ++i) {
     const nd::NDArray& y = inv.outputs[i];
     if (y.is_contiguous()) continue;
@@ -76,7 +78,9 @@ void run_on_copies(const Invocation& inv, Context ctx, KernelFn kernel) {
 
 void run(const Invocation& inv, Context ctx) {
   const KernelFn kernel = kernel_for(*inv.op, ctx);
-  if (!all_contiguous(inv.inputs) || !all_contiguous(inv.outputs)) return run_on_copies(inv, ctx, kernel);
+  if ((!inv.op->strided_inputs && !all_contiguous(inv.inputs)) || !all_contiguous(inv.outputs)) {
+    return run_on_copies(inv, ctx, kernel);
+  }
   DeviceScope scope(ctx, inv.op->name);
   kernel(scope.exec(), inv);
 }
@@ -147,16 +151,29 @@ Context common_context(const char* op, const std::vector<nd::NDArray>& arrays) {
   return first->context();
 }
 
+namespace {
+
+// Inference's output list, reused by every invocation of the thread (no allocation per op). Only
+// used between inference and the outputs' allocation, before any kernel or nested invocation runs.
+std::vector<OutputSpec>& inferred(const Invocation& inv) {
+  thread_local std::vector<OutputSpec> specs;
+  specs.clear();
+  inv.op->infer(inv, specs);
+  return specs;
+}
+
+}  // namespace
+
 std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs, Params params) {
   Invocation inv{&op, params, std::move(inputs), {}};
   const Context ctx = common_context(op.name, inv.inputs);
-  std::vector<OutputSpec> specs;
-  op.infer(inv, specs);
+  const std::vector<OutputSpec>& specs = inferred(inv);
   inv.outputs.reserve(specs.size());
   for (const OutputSpec& spec : specs) inv.outputs.emplace_back(spec.shape, ctx, spec.dtype);
   run(inv, ctx);
+  if (!should_record(inv)) return std::move(inv.outputs);
   std::vector<nd::NDArray> outputs = inv.outputs;
-  if (should_record(inv)) record(std::move(inv), outputs);
+  record(std::move(inv), outputs);
   return outputs;
 }
 
@@ -166,13 +183,12 @@ nd::NDArray invoke1(const OpDef& op, std::vector<nd::NDArray> inputs, Params par
 
 void invoke_into(const OpDef& op, std::vector<nd::NDArray> inputs, std::vector<nd::NDArray> outputs, Params params) {
   Invocation inv{&op, params, std::move(inputs), std::move(outputs)};
-  const Context ctx = common_context(op.name, inv.inputs);
-  std::vector<OutputSpec> specs;
-  op.infer(inv, specs);
+  const Context ctx = invocation_context(inv);
+  const std::vector<OutputSpec>& specs = inferred(inv);
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const nd::NDArray& out = inv.outputs.at(i);
     nd::check_not_none(op.name, out);
-    if (out.context() != ctx) nd::check_same_context(op.name, inv.inputs.front(), out);
+    if (out.context() != ctx) nd::check_same_context(op.name, inv.inputs.empty() ? inv.outputs.front() : inv.inputs.front(), out);
     if (out.shape() != specs[i].shape || out.dtype() != specs[i].dtype) {
       throw ShapeError(std::string(op.name) + ": output " + nd::describe(out) + " should be " +
                        specs[i].shape.tuple_str() + " " + dtype_name(specs[i].dtype));
@@ -182,6 +198,10 @@ void invoke_into(const OpDef& op, std::vector<nd::NDArray> inputs, std::vector<n
   run(inv, ctx);
 }
 
-void run_kernel(const Invocation& inv) { run(inv, common_context(inv.op->name, inv.inputs)); }
+Context invocation_context(const Invocation& inv) {
+  return common_context(inv.op->name, inv.inputs.empty() ? inv.outputs : inv.inputs);
+}
+
+void run_kernel(const Invocation& inv) { run(inv, invocation_context(inv)); }
 
 }  // namespace mx::op

@@ -110,6 +110,9 @@ struct OpDef {
   KernelFn gpu;           // the CUDA launch; null in a CPU-only build
   GradientFn gradient;    // null: no gradient flows (comparisons, integer results)
   AttrsFn attrs = nullptr;
+  // The kernels read strided inputs themselves (dot hands a transposed view to GEMM as is); by
+  // default a strided input is made contiguous first.
+  bool strided_inputs = false;
 };
 
 // Registers an op at static initialisation (ops are defined with NDG_REGISTER_OP in their family
@@ -122,7 +125,8 @@ std::vector<const OpDef*> registered_ops();
 std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs, Params params = {});
 nd::NDArray invoke1(const OpDef& op, std::vector<nd::NDArray> inputs, Params params = {});
 // Runs op writing into existing outputs (in-place updates such as sgd_update, or out=): their
-// shapes and dtypes must be those inference gives.
+// shapes and dtypes must be those inference gives. An op without inputs (fill, arange, random
+// draws) runs on its outputs' context.
 void invoke_into(const OpDef& op, std::vector<nd::NDArray> inputs, std::vector<nd::NDArray> outputs,
                  Params params = {});
 
@@ -132,6 +136,8 @@ void run_kernel(const Invocation& inv);
 // The one context of an invocation's arrays (the first non-none input's); mx::ContextMismatch
 // naming the op when two differ.
 Context common_context(const char* op, const std::vector<nd::NDArray>& arrays);
+// The context an invocation runs on: its inputs', or its outputs' when it has no inputs.
+Context invocation_context(const Invocation& inv);
 
 }  // namespace mx::op
 

@@ -5,6 +5,7 @@
 
 #include "ndarray/checks.hpp"
 #include "ndarray/ops/optimizer_kernels.hpp"
+#include "ndarray/ops/parallel.hpp"
 
 namespace mx::op {
 namespace {
@@ -12,9 +13,6 @@ namespace {
 using nd::NDArray;
 using functors::OptimizerStep;
 using Attrs = std::vector<std::pair<std::string, std::string>>;
-
-// Arrays smaller than this run on one thread: thread start-up costs more than the loop.
-constexpr std::int64_t kParallelThreshold = 1 << 15;
 
 // One output per updated array (weight and the states), each of weight's shape and dtype.
 void update_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
@@ -34,8 +32,7 @@ void sgd_cpu(const ExecContext&, const Invocation& inv) {
     const T* g = static_cast<const T*>(inv.inputs[1].data());
     T* m = inv.outputs.size() > 1 ? static_cast<T*>(inv.outputs[1].data()) : nullptr;
     const std::int64_t n = inv.outputs[0].size();
-#pragma omp parallel for if (n >= kParallelThreshold) schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) step.sgd(w[i], g[i], m ? m + i : nullptr);
+    parallel_for(n, [&](std::int64_t i) { step.sgd(w[i], g[i], m ? m + i : nullptr); });
   });
 }
 
@@ -48,8 +45,7 @@ void adam_cpu(const ExecContext&, const Invocation& inv) {
     T* m = static_cast<T*>(inv.outputs[1].data());
     T* v = static_cast<T*>(inv.outputs[2].data());
     const std::int64_t n = inv.outputs[0].size();
-#pragma omp parallel for if (n >= kParallelThreshold) schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) step.adam(w[i], g[i], m[i], v[i]);
+    parallel_for(n, [&](std::int64_t i) { step.adam(w[i], g[i], m[i], v[i]); });
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include "ndarray/checks.hpp"
 #include "ndarray/elementwise.hpp"
+#include "ndarray/ops/parallel.hpp"
 #include "ndarray/ops/softmax_kernels.hpp"
 #include "ndarray/reduce.hpp"
 
@@ -15,15 +16,13 @@ namespace {
 
 using nd::NDArray;
 
-constexpr std::int64_t kParallelThreshold = 1 << 15;
 
 // The CPU reference: each (outer, inner) line of `length` elements, max-shifted so that exp
 // cannot overflow.
 template <class T>
 void softmax_cpu_loop(const T* x, T* y, ReduceShape s, bool log) {
   const std::int64_t lines = s.outer * s.inner;
-#pragma omp parallel for if (lines * s.length >= kParallelThreshold) schedule(static)
-  for (std::int64_t line = 0; line < lines; ++line) {
+  parallel_for(lines, [&](std::int64_t line) {
     const std::int64_t o = line / s.inner, i = line % s.inner;
     const T* in = x + o * s.length * s.inner + i;
     T* out = y + o * s.length * s.inner + i;
@@ -36,7 +35,7 @@ void softmax_cpu_loop(const T* x, T* y, ReduceShape s, bool log) {
       const T shifted = in[k * s.inner] - max;
       out[k * s.inner] = log ? shifted - log_sum : std::exp(shifted) / sum;
     }
-  }
+  }, lines * s.length);
 }
 
 void softmax_cpu(const ExecContext&, const Invocation& inv) {

@@ -58,6 +58,51 @@ BOOST_AUTO_TEST_CASE(nn_and_optimizer_ops_are_registered) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(reductions_products_copies_and_draws_are_registered) {
+  const bool cuda_build = mx::built_with_cuda();
+  // name, differentiable
+  const std::vector<std::pair<const char*, bool>> ops{
+      {"sum", true},     {"max", true},   {"min", true},    {"argmax", false},          {"argmin", false},
+      {"dot", true},     {"Concat", true}, {"slice_axis", true}, {"Cast", true},        {"_copy", true},
+      {"_full", false},  {"_arange", false}, {"_random_uniform", false}, {"_random_normal", false}};
+  for (const auto& [name, differentiable] : ops) {
+    BOOST_TEST_CONTEXT(name) {
+      const op::OpDef* def = op::find_op(name);
+      BOOST_TEST_REQUIRE(def != nullptr);
+      BOOST_TEST(def->cpu != nullptr);
+      BOOST_TEST((def->gpu != nullptr) == cuda_build);
+      BOOST_TEST((def->gradient != nullptr) == differentiable);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_recorded_product_reduction_and_concat_replay_on_new_values) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray a = nd::array({{1, 2}, {3, 4}}, ctx);
+    nd::NDArray b = nd::array({{1, 0}, {0, 1}}, ctx);
+    a.attach_grad();
+    nd::NDArray y;
+    {
+      auto scope = mx::autograd::record();
+      y = nd::sum(nd::concat({nd::dot(a, b, false, true), a}, 1), 1);  // row sums of [a·bᵀ, a]
+    }
+    BOOST_TEST(y.asvector<double>() == (std::vector<double>{6, 14}), tt::per_element());
+    const op::Invocation& sum = *y.autograd_node()->invocation;
+    const op::Invocation& concat = *y.autograd_node()->inputs.at(0)->invocation;
+    const op::Invocation& dot = *y.autograd_node()->inputs.at(0)->inputs.at(0)->invocation;
+    BOOST_TEST(std::string(sum.op->name) == "sum");
+    BOOST_TEST(std::string(concat.op->name) == "Concat");
+    BOOST_TEST(std::string(dot.op->name) == "dot");
+    BOOST_TEST((dot.op->attrs(dot.params).at(1) == std::pair<std::string, std::string>{"transpose_b", "True"}));
+    // b becomes 2·I: a·bᵀ doubles, so each row sum is 3 times a's.
+    b.fill(0.0);
+    b[0][0].fill(2.0);
+    b[1][1].fill(2.0);
+    for (const op::Invocation* inv : {&dot, &concat, &sum}) op::run_kernel(*inv);
+    BOOST_TEST(y.asvector<double>() == (std::vector<double>{9, 21}), tt::per_element());
+  });
+}
+
 BOOST_AUTO_TEST_CASE(fully_connected_records_one_invocation_with_mxnet_attributes) {
   nd::NDArray x = nd::ones({2, 3});
   nd::NDArray w = nd::ones({4, 3});

@@ -1,3 +1,6 @@
+// Random draws: _random_uniform and _random_normal as registered ops without inputs (no gradient),
+// on each context's generator (cuRAND's device generator on a GPU, cuda/ops/creation.cu; its host
+// generator, or the standard library's in a CPU-only build, on cpu(0)), and the seed.
 #include "ndarray/random.hpp"
 
 #include <algorithm>
@@ -6,6 +9,10 @@
 
 #include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
+#include "ndarray/functors.hpp"
+#include "ndarray/host_random.hpp"
+#include "ndarray/ops/creation_kernels.hpp"
+#include "ndarray/ops/parallel.hpp"
 
 namespace mx::random {
 namespace {
@@ -23,10 +30,72 @@ std::uint64_t seed_generation() { return generation; }
 
 }  // namespace mx::random
 
+namespace mx::op {
+namespace {
+
+
+void random_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const nd::NDArray& y = inv.outputs.at(0);
+  if (!is_floating(y.dtype())) {
+    throw DTypeError(std::string(inv.op->name) + " draws float32 or float64, not " + dtype_name(y.dtype()));
+  }
+  out = {{y.shape(), y.dtype()}};
+}
+
+void random_uniform_cpu(const ExecContext&, const Invocation& inv) {
+  const nd::NDArray& y = inv.outputs[0];
+  const auto& p = inv.params.as<RandomParams>();
+  const std::int64_t n = y.size();
+  detail::host_random_uniform(y.dtype(), y.data(), n, p.offset);
+  if (p.a == 0.0 && p.b == 1.0) return;
+  dispatch_floating(y.dtype(), inv.op->name, [&](auto tag) {  // (0, 1] -> (low, high]
+    using T = decltype(tag);
+    T* values = static_cast<T*>(y.data());
+    const functors::Affine<T> f{static_cast<T>(p.b - p.a), static_cast<T>(p.a)};
+    parallel_for_simd(n, [&](std::int64_t i) { values[i] = f(values[i]); });
+  });
+}
+
+void random_normal_cpu(const ExecContext&, const Invocation& inv) {
+  const nd::NDArray& y = inv.outputs[0];
+  const auto& p = inv.params.as<RandomParams>();
+  detail::host_random_normal(y.dtype(), y.data(), y.size(), p.a, p.b, p.offset);
+}
+
+std::vector<std::pair<std::string, std::string>> uniform_attrs(const Params& params) {
+  const auto& p = params.as<RandomParams>();
+  return {{"low", std::to_string(p.a)}, {"high", std::to_string(p.b)}};
+}
+std::vector<std::pair<std::string, std::string>> normal_attrs(const Params& params) {
+  const auto& p = params.as<RandomParams>();
+  return {{"loc", std::to_string(p.a)}, {"scale", std::to_string(p.b)}};
+}
+
+const OpDef& uniform_def() {
+  static const OpDef def{"_random_uniform", &random_infer, &random_uniform_cpu, NDG_GPU_KERNEL(gpu::random_uniform),
+                         nullptr, &uniform_attrs};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+const OpDef& normal_def() {
+  static const OpDef def{"_random_normal", &random_infer, &random_normal_cpu, NDG_GPU_KERNEL(gpu::random_normal),
+                         nullptr, &normal_attrs};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+[[maybe_unused]] const bool family_registered = (uniform_def(), normal_def(), true);
+
+}  // namespace
+}  // namespace mx::op
+
 namespace mx::nd::random {
 namespace {
 
-using Generate = void (Backend::*)(Context, DType, void*, std::int64_t, double, double, std::int64_t);
+using Generate = const op::OpDef& (*)();
+
+void generate(Generate def, const NDArray& out, double p0, double p1, std::int64_t offset) {
+  op::invoke_into(def(), {}, {out}, op::RandomParams{p0, p1, offset});
+}
 
 void check_dtype(const char* op, DType dtype) {
   if (!is_floating(dtype)) throw DTypeError(std::string(op) + " draws float32 or float64, not " + dtype_name(dtype));
@@ -53,16 +122,16 @@ void check_normal(const char* op, double loc, double scale) {
   }
 }
 
-NDArray draw(const char* op, const Shape& shape, Context ctx, DType dtype, Generate generate, double p0, double p1) {
-  check_dtype(op, dtype);
-  detail::check_shape(op, shape, dtype);
+NDArray draw(const char* name, const Shape& shape, Context ctx, DType dtype, Generate def, double p0, double p1) {
+  check_dtype(name, dtype);
+  detail::check_shape(name, shape, dtype);
   const std::int64_t n = shape.numel();
   NDArray buffer(Shape{padded_size(n)}, ctx, dtype);
-  if (n > 0) (backend(ctx).*generate)(ctx, dtype, buffer.data(), padded_size(n), p0, p1, -1);
+  if (n > 0) generate(def, buffer, p0, p1, -1);
   return buffer.slice(0, n).reshape(shape);
 }
 
-void fill_aligned(const char* op, const std::vector<NDArray>& arrays, Generate generate, double p0, double p1) {
+void fill_aligned(const char* op, const std::vector<NDArray>& arrays, Generate def, double p0, double p1) {
   if (arrays.empty()) return;
   std::uint64_t offset = 0;
   for (const NDArray& a : arrays) {
@@ -77,7 +146,7 @@ void fill_aligned(const char* op, const std::vector<NDArray>& arrays, Generate g
   for (const NDArray& a : arrays) {
     // Draw into a padded buffer, then copy the values in (a may be a view without room to spare).
     NDArray buffer(Shape{n}, a.context(), a.dtype());
-    if (n > 0) (backend(a.context()).*generate)(a.context(), a.dtype(), buffer.data(), n, p0, p1, static_cast<std::int64_t>(offset));
+    if (n > 0) generate(def, buffer, p0, p1, static_cast<std::int64_t>(offset));
     NDArray target = a;
     buffer.slice(0, a.size()).reshape(a.shape()).copyto(target);
   }
@@ -87,22 +156,22 @@ void fill_aligned(const char* op, const std::vector<NDArray>& arrays, Generate g
 
 NDArray uniform(double low, double high, const Shape& shape, Context ctx, DType dtype) {
   check_uniform("random.uniform", low, high);
-  return draw("random.uniform", shape, ctx, dtype, &Backend::random_uniform, low, high);
+  return draw("random.uniform", shape, ctx, dtype, &op::uniform_def, low, high);
 }
 
 NDArray normal(double loc, double scale, const Shape& shape, Context ctx, DType dtype) {
   check_normal("random.normal", loc, scale);
-  return draw("random.normal", shape, ctx, dtype, &Backend::random_normal, loc, scale);
+  return draw("random.normal", shape, ctx, dtype, &op::normal_def, loc, scale);
 }
 
 void fill_uniform(const std::vector<NDArray>& arrays, double low, double high) {
   check_uniform("random.fill_uniform", low, high);
-  fill_aligned("random.fill_uniform", arrays, &Backend::random_uniform, low, high);
+  fill_aligned("random.fill_uniform", arrays, &op::uniform_def, low, high);
 }
 
 void fill_normal(const std::vector<NDArray>& arrays, double loc, double scale) {
   check_normal("random.fill_normal", loc, scale);
-  fill_aligned("random.fill_normal", arrays, &Backend::random_normal, loc, scale);
+  fill_aligned("random.fill_normal", arrays, &op::normal_def, loc, scale);
   // Note [normal draws across contexts]: cuRAND's host and device generators draw the same
   // uniforms, but their normal transforms (log, sincos) round differently on the CPU, by a few
   // ulps; every GPU computes them alike. So each GPU keeps its own draws, and cpu(0) copies take

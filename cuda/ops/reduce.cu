@@ -1,4 +1,5 @@
-// GPU reductions over (outer, length, inner).
+// GPU launch of the reduction family (ndarray/ops/reduce.cpp has the ops and the CPU loops), over
+// (outer, length, inner).
 // - inner == 1 (rows, and full reductions): blocks reduce chunks of a row with warp shuffles;
 //   long rows are split across blocks and a second pass combines the per-chunk partials.
 // - inner > 1 (columns): one thread per output, reading coalesced across neighbouring outputs.
@@ -8,14 +9,17 @@
 // Accumulators carry the position too, so that argmax/argmin share the code of max/min.
 #include <type_traits>
 
-#include "cuda/check.hpp"
-#include "cuda/kernels.hpp"
 #include "cuda/launch.hpp"
 #include "ndarray/functors.hpp"
 #include "ndarray/op_table.hpp"
+#include "ndarray/ops/reduce_kernels.hpp"
 
-namespace mx::cuda {
+namespace mx::op::gpu {
 namespace {
+
+using cuda::global_thread;
+using cuda::grid_stride;
+using cuda::kThreads;
 
 template <ReduceOp op, class T>
 struct Acc {
@@ -147,40 +151,42 @@ int chunks_for(int multiprocessors, ReduceShape s) {
   return static_cast<int>(std::clamp<std::int64_t>(std::min(wanted, max_useful), 1, 1024));
 }
 
+// Bytes of the per-chunk partials when lines are split into chunks.
+std::size_t scratch_bytes(int multiprocessors, ReduceShape s) {
+  const int chunks = chunks_for(multiprocessors, s);
+  return chunks > 1 ? static_cast<std::size_t>(s.outer * chunks * s.inner) * 16 : 0;  // 16 >= sizeof(Acc)
+}
+
 template <ReduceOp op, class T>
 struct ReduceLaunch {
   using Out = std::conditional_t<functors::is_arg_reduce(op), float, T>;
-  static void run(cudaStream_t stream, int multiprocessors, const void* in_raw, void* out_raw, ReduceShape s,
-                  void* scratch) {
+  static void run(const ExecContext& ec, const void* in_raw, void* out_raw, ReduceShape s) {
     const T* in = static_cast<const T*>(in_raw);
     Out* out = static_cast<Out*>(out_raw);
     if (s.outer * s.inner == 0) return;
-    const int chunks = chunks_for(multiprocessors, s);
-    auto* partials = static_cast<Acc<op, T>*>(scratch);
+    const int chunks = chunks_for(ec.multiprocessors, s);
+    const Workspace scratch(ec, scratch_bytes(ec.multiprocessors, s));  // freed stream-ordered after the kernels
+    auto* partials = scratch.as<Acc<op, T>>();
     const char* name = op_name(op);
+    const cudaStream_t stream = cuda::stream_of(ec);
     if (!by_rows(s)) {
-      launch(stream, name, s.outer * chunks * s.inner, &reduce_columns<op, T, Out>, in, s, chunks, out, partials);
-      if (chunks > 1) launch(stream, name, s.outer * s.inner, &finish_columns<op, T, Out>, partials, s, chunks, out);
+      cuda::launch(stream, name, s.outer * chunks * s.inner, &reduce_columns<op, T, Out>, in, s, chunks, out, partials);
+      if (chunks > 1) cuda::launch(stream, name, s.outer * s.inner, &finish_columns<op, T, Out>, partials, s, chunks, out);
     } else {
       const unsigned rows = static_cast<unsigned>(s.outer);
-      launch(stream, name, dim3(chunks, rows), &reduce_rows<op, T, Out>, in, s.length, chunks, out, partials);
-      if (chunks > 1) launch(stream, name, dim3(rows), &finish_rows<op, T, Out>, partials, chunks, out);
+      cuda::launch(stream, name, dim3(chunks, rows), &reduce_rows<op, T, Out>, in, s.length, chunks, out, partials);
+      if (chunks > 1) cuda::launch(stream, name, dim3(rows), &finish_rows<op, T, Out>, partials, chunks, out);
     }
   }
 };
 
-using ReduceFn = void (*)(cudaStream_t, int, const void*, void*, ReduceShape, void*);
+using ReduceFn = void (*)(const ExecContext&, const void*, void*, ReduceShape);
 
 }  // namespace
 
-std::size_t reduce_scratch_bytes(int multiprocessors, ReduceShape shape) {
-  const int chunks = chunks_for(multiprocessors, shape);
-  return chunks > 1 ? static_cast<std::size_t>(shape.outer * chunks * shape.inner) * 16 : 0;  // 16 >= sizeof(Acc)
+void reduce(const ExecContext& ec, const Invocation& inv) {
+  OpTable<ReduceOp, ReduceLaunch, ReduceFn>::get(inv.params.as<ReduceParams>().op, inv.inputs[0].dtype())(
+      ec, inv.inputs[0].data(), inv.outputs[0].data(), reduce_shape(inv));
 }
 
-void reduce(cudaStream_t stream, int multiprocessors, ReduceOp op, DType dt, const void* in, void* out,
-            ReduceShape shape, void* scratch) {
-  OpTable<ReduceOp, ReduceLaunch, ReduceFn>::get(op, dt)(stream, multiprocessors, in, out, shape, scratch);
-}
-
-}  // namespace mx::cuda
+}  // namespace mx::op::gpu

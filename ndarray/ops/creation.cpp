@@ -1,0 +1,157 @@
+// The creation family: _full (fill, zeros, ones), _arange and _copy as registered ops, and the
+// front ends that make arrays. Here: the ops and their CPU loops; the GPU launches are in
+// cuda/ops/creation.cu. _copy's kernel serves every device through the backend's copies.
+#include "ndarray/creation.hpp"
+
+#include <cmath>
+
+#include "ndarray/backend.hpp"
+#include "ndarray/checks.hpp"
+#include "ndarray/contiguous.hpp"
+#include "ndarray/ops/creation_kernels.hpp"
+#include "ndarray/ops/parallel.hpp"
+
+namespace mx::op {
+namespace {
+
+using nd::NDArray;
+
+
+// Ops without inputs write arrays that the caller made: the output is what it is.
+void output_as_given(const Invocation& inv, std::vector<OutputSpec>& out) {
+  out = {{inv.outputs.at(0).shape(), inv.outputs[0].dtype()}};
+}
+
+void fill_cpu(const ExecContext&, const Invocation& inv) {
+  const NDArray& y = inv.outputs[0];
+  const std::int64_t n = y.size();
+  dispatch_dtype(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* out = static_cast<T*>(y.data());
+    const T v = static_cast<T>(inv.params.as<FillParams>().value);
+    parallel_for_simd(n, [&](std::int64_t i) { out[i] = v; });
+  });
+}
+
+void arange_cpu(const ExecContext&, const Invocation& inv) {
+  const NDArray& y = inv.outputs[0];
+  const auto& p = inv.params.as<ArangeParams>();
+  const std::int64_t n = y.size();
+  dispatch_dtype(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* out = static_cast<T*>(y.data());
+    parallel_for_simd(n, [&](std::int64_t i) { out[i] = static_cast<T>(p.start + static_cast<double>(i) * p.step); });
+  });
+}
+
+void copy_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  out = {{inv.inputs[0].shape(), inv.inputs[0].dtype()}};
+}
+
+// A contiguous input in one copy, a strided one in one gather (the op takes strided inputs).
+void copy_kernel(const ExecContext& ec, const Invocation& inv) {
+  const NDArray &x = inv.inputs[0], &y = inv.outputs[0];
+  if (y.size() == 0) return;
+  Backend& b = backend(ec.ctx);
+  if (x.is_contiguous()) b.copy(ec.ctx, y.data(), x.data(), static_cast<std::size_t>(y.size()) * dtype_size(y.dtype()));
+  else b.gather(ec.ctx, x.dtype(), nd::detail::view_index("_copy", x), x.data(), y.data());
+}
+
+std::vector<NDArray> copy_gradient(const Invocation&, const std::vector<NDArray>& g) { return {g[0]}; }
+
+std::vector<std::pair<std::string, std::string>> fill_attrs(const Params& params) {
+  return {{"value", std::to_string(params.as<FillParams>().value)}};
+}
+std::vector<std::pair<std::string, std::string>> arange_attrs(const Params& params) {
+  const auto& p = params.as<ArangeParams>();
+  return {{"start", std::to_string(p.start)}, {"step", std::to_string(p.step)}};
+}
+
+[[maybe_unused]] const bool family_registered = (full_op(), arange_op(), copy_op(), true);
+
+}  // namespace
+
+const OpDef& full_op() {
+  static const OpDef def{"_full", &output_as_given, &fill_cpu, NDG_GPU_KERNEL(gpu::fill), nullptr, &fill_attrs};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+const OpDef& arange_op() {
+  static const OpDef def{"_arange", &output_as_given, &arange_cpu, NDG_GPU_KERNEL(gpu::arange), nullptr, &arange_attrs};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+const OpDef& copy_op() {
+  static const OpDef def{"_copy", &copy_infer, &copy_kernel, NDG_GPU_KERNEL(copy_kernel), &copy_gradient, nullptr,
+                         /*strided_inputs=*/true};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+
+}  // namespace mx::op
+
+namespace mx::nd {
+
+namespace {
+
+NDArray filled(const char* op, const Shape& shape, double value, Context ctx, DType dtype) {
+  detail::check_shape(op, shape, dtype);
+  NDArray out(shape, ctx, dtype);
+  out.fill(value);
+  return out;
+}
+
+}  // namespace
+
+NDArray empty(const Shape& shape, Context ctx, DType dtype) {
+  detail::check_shape("empty", shape, dtype);
+  return NDArray(shape, ctx, dtype);
+}
+
+NDArray full(const Shape& shape, double value, Context ctx, DType dtype) { return filled("full", shape, value, ctx, dtype); }
+NDArray zeros(const Shape& shape, Context ctx, DType dtype) { return filled("zeros", shape, 0.0, ctx, dtype); }
+NDArray ones(const Shape& shape, Context ctx, DType dtype) { return filled("ones", shape, 1.0, ctx, dtype); }
+NDArray zeros_like(const NDArray& x) { return zeros(x.shape(), x.context(), x.dtype()); }
+NDArray ones_like(const NDArray& x) { return ones(x.shape(), x.context(), x.dtype()); }
+
+NDArray array(const void* data, DType data_dtype, const Shape& shape, Context ctx, DType dtype) {
+  NDArray staged(shape, cpu(0), data_dtype);
+  copy_across(cpu(0), staged.data(), cpu(0), data,
+              static_cast<std::size_t>(shape.numel()) * dtype_size(data_dtype));
+  if (data_dtype != dtype) staged = staged.astype(dtype);
+  return staged.as_in_context(ctx);
+}
+
+NDArray arange(double start, double stop, double step, Context ctx, DType dtype) {
+  if (step == 0.0) throw ValueError("arange: step must not be 0");
+  const double count = std::ceil((stop - start) / step);
+  const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
+  // Made where it lives: no host copy, so ops that need one (one_hot) never wait for the device.
+  NDArray out({n}, ctx, dtype);
+  op::invoke_into(op::arange_op(), {}, {out}, op::ArangeParams{start, step});
+  return out;
+}
+
+NDArray arange(double stop, Context ctx, DType dtype) { return arange(0.0, stop, 1.0, ctx, dtype); }
+
+NDArray array(std::initializer_list<Scalar> values, Context ctx, DType dtype) {
+  std::vector<double> data;
+  for (Scalar v : values) data.push_back(v.value);
+  return array(data, {static_cast<std::int64_t>(data.size())}, ctx, dtype);
+}
+
+NDArray array(std::initializer_list<std::initializer_list<double>> rows, Context ctx, DType dtype) {
+  const std::size_t cols = rows.size() ? rows.begin()->size() : 0;
+  std::vector<double> values;
+  for (const auto& row : rows) {
+    if (row.size() != cols) {
+      throw ShapeError("array: ragged nested list: row " + std::to_string(values.size() / std::max<std::size_t>(cols, 1)) +
+                       " has " + std::to_string(row.size()) + " values, the first row has " +
+                       std::to_string(cols));
+    }
+    values.insert(values.end(), row.begin(), row.end());
+  }
+  return array(values, {static_cast<std::int64_t>(rows.size()), static_cast<std::int64_t>(cols)}, ctx, dtype);
+}
+
+}  // namespace mx::nd

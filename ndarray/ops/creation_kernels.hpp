@@ -1,0 +1,36 @@
+#pragma once
+// The creation family: ops without inputs that write their output (fill, arange, random draws),
+// and _copy. ndarray/ops/creation.cpp and ndarray/ops/random.cpp define them with their CPU loops;
+// cuda/ops/creation.cu has the GPU launches. Internal.
+#include <cstdint>
+
+#include "ndarray/ops/op.hpp"
+
+namespace mx::op {
+
+struct FillParams {
+  double value = 0;
+};
+struct ArangeParams {
+  double start = 0, step = 1;  // out[i] = start + i * step, computed in double
+};
+// uniform: (a, b] = (low, high]; normal: a = loc, b = scale. The draw continues the context's
+// generator, or starts `offset` values after the seed when offset >= 0 (so that several contexts
+// draw the same values).
+struct RandomParams {
+  double a = 0, b = 1;
+  std::int64_t offset = -1;
+};
+
+const OpDef& full_op();    // "_full": every element = value
+const OpDef& arange_op();  // "_arange"
+const OpDef& copy_op();    // "_copy": the input's values, strided or not, in a new array
+
+namespace gpu {
+void fill(const ExecContext& ec, const Invocation& inv);
+void arange(const ExecContext& ec, const Invocation& inv);
+void random_uniform(const ExecContext& ec, const Invocation& inv);
+void random_normal(const ExecContext& ec, const Invocation& inv);
+}  // namespace gpu
+
+}  // namespace mx::op

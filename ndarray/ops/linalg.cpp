@@ -1,0 +1,151 @@
+// The matrix-product family: dot (the op, its inference and gradient) and GEMM on each device
+// (OpenBLAS here, which threads over all cores itself; cuBLAS in cuda/ops/linalg.cpp).
+#include "ndarray/linalg.hpp"
+
+#include <cblas.h>
+
+#include <cstring>
+
+#include "ndarray/checks.hpp"
+#include "ndarray/contiguous.hpp"
+#include "ndarray/ops/linalg_kernels.hpp"
+
+namespace mx::op {
+namespace {
+
+using nd::NDArray;
+
+void cpu_gemm(DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
+  const auto ta = g.trans_a ? CblasTrans : CblasNoTrans;
+  const auto tb = g.trans_b ? CblasTrans : CblasNoTrans;
+  const auto lda = static_cast<blasint>(g.trans_a ? g.m : g.k);
+  const auto ldb = static_cast<blasint>(g.trans_b ? g.k : g.n);
+  const auto m = static_cast<blasint>(g.m), n = static_cast<blasint>(g.n), k = static_cast<blasint>(g.k);
+  if (dt == DType::float32) {
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, static_cast<float>(g.alpha), static_cast<const float*>(a), lda,
+                static_cast<const float*>(b), ldb, static_cast<float>(g.beta), static_cast<float*>(c), n);
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, g.alpha, static_cast<const double*>(a), lda,
+                static_cast<const double*>(b), ldb, g.beta, static_cast<double*>(c), n);
+  }
+}
+
+// --- dot ------------------------------------------------------------------------------------------
+
+// The product in 2-D terms: a vector lhs is (1, k), a vector rhs (k, 1).
+GemmArgs dot_args(const Invocation& inv) {
+  const auto& p = inv.params.as<DotParams>();
+  const Shape &a = inv.inputs[0].shape(), &b = inv.inputs[1].shape();
+  const std::int64_t a_rows = a.ndim() == 2 ? a[0] : 1, a_cols = a.ndim() == 2 ? a[1] : a[0];
+  const std::int64_t b_rows = b[0], b_cols = b.ndim() == 2 ? b[1] : 1;
+  GemmArgs args;
+  args.trans_a = p.transpose_a;
+  args.trans_b = p.transpose_b;
+  args.m = p.transpose_a ? a_cols : a_rows;
+  args.k = p.transpose_a ? a_rows : a_cols;
+  args.n = p.transpose_b ? b_rows : b_cols;
+  return args;
+}
+
+void dot_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const auto& p = inv.params.as<DotParams>();
+  const NDArray &a = inv.inputs[0], &b = inv.inputs[1];
+  nd::check_same_dtype("dot", a, b);
+  nd::check_floating("dot", a);
+  if (a.ndim() < 1 || a.ndim() > 2 || b.ndim() < 1 || b.ndim() > 2 || (p.transpose_a && a.ndim() != 2) ||
+      (p.transpose_b && b.ndim() != 2)) {
+    throw ShapeError("dot: supports 1-D and 2-D operands (transposes of 2-D only), got lhs " + nd::describe(a) +
+                     ", rhs " + nd::describe(b));
+  }
+  const GemmArgs args = dot_args(inv);
+  const std::int64_t k_b = p.transpose_b ? (b.ndim() == 2 ? b.shape()[1] : 1) : b.shape()[0];
+  if (args.k != k_b) {
+    throw ShapeError("dot: inner dimensions do not match: lhs " + nd::describe(a) +
+                     (p.transpose_a ? " (transposed)" : "") + " has " + std::to_string(args.k) + ", rhs " +
+                     nd::describe(b) + (p.transpose_b ? " (transposed)" : "") + " has " + std::to_string(k_b));
+  }
+  // (m, n) for two matrices, (m,) or (n,) with a vector, (1,) for two vectors.
+  const Shape shape = a.ndim() == 2 && b.ndim() == 2 ? Shape{args.m, args.n}
+                      : a.ndim() == 2               ? Shape{args.m}
+                      : b.ndim() == 2               ? Shape{args.n}
+                                                    : Shape{1};
+  out = {{shape, a.dtype()}};
+}
+
+// A matrix operand as GEMM reads it: a contiguous one as is, a transposed view of a contiguous
+// matrix (strides (1, rows)) as its storage with the transpose flag flipped, anything else copied.
+NDArray gemm_operand(const NDArray& x, bool& trans) {
+  if (x.ndim() == 2 && !x.is_contiguous() && x.strides() == std::vector<std::int64_t>{1, x.shape()[0]}) {
+    trans = !trans;
+    return x;
+  }
+  return nd::detail::dense(x);
+}
+
+// One kernel for every device: gemm() picks OpenBLAS or cuBLAS.
+void dot_kernel(const ExecContext& ec, const Invocation& inv) {
+  if (inv.outputs[0].size() == 0) return;  // and cuBLAS rejects the leading dimension 0 that n = 0 gives
+  GemmArgs args = dot_args(inv);
+  const NDArray a = gemm_operand(inv.inputs[0], args.trans_a), b = gemm_operand(inv.inputs[1], args.trans_b);
+  gemm(ec, a.dtype(), args, a.data(), b.data(), inv.outputs[0].data());
+}
+
+// In 2-D terms, with C = op(A)·op(B) and G its gradient: A gets G·op(B)ᵀ (or its transpose when A
+// is stored transposed), B gets op(A)ᵀ·G (likewise).
+std::vector<NDArray> dot_gradient(const Invocation& inv, const std::vector<NDArray>& g) {
+  const auto& p = inv.params.as<DotParams>();
+  const NDArray &a = inv.inputs[0], &b = inv.inputs[1];
+  const GemmArgs args = dot_args(inv);
+  const NDArray g2 = g[0].reshape({args.m, args.n});
+  const NDArray a2 = a.ndim() == 2 ? a : a.reshape({1, a.size()});
+  const NDArray b2 = b.ndim() == 2 ? b : b.reshape({b.size(), 1});
+  const bool ta = p.transpose_a, tb = p.transpose_b;
+  NDArray ga, gb;
+  if (p.a_grad) ga = (ta ? nd::dot(b2, g2, tb, true) : nd::dot(g2, b2, false, !tb)).reshape(a.shape());
+  if (p.b_grad) gb = (tb ? nd::dot(g2, a2, true, ta) : nd::dot(a2, g2, !ta, false)).reshape(b.shape());
+  return {ga, gb};
+}
+
+std::vector<std::pair<std::string, std::string>> dot_attrs(const Params& params) {
+  const auto& p = params.as<DotParams>();
+  return {{"transpose_a", p.transpose_a ? "True" : "False"}, {"transpose_b", p.transpose_b ? "True" : "False"}};
+}
+
+const OpDef& dot_def() {
+  static const OpDef def{"dot", &dot_infer, &dot_kernel, NDG_GPU_KERNEL(dot_kernel), &dot_gradient, &dot_attrs,
+                         /*strided_inputs=*/true};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+[[maybe_unused]] const bool family_registered = (dot_def(), true);
+
+}  // namespace
+
+void gemm(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, const void* b, void* c) {
+  if (dt != DType::float32 && dt != DType::float64) {
+    throw DTypeError(std::string("gemm: supports float32 and float64, not ") + dtype_name(dt));
+  }
+  if (ec.ctx.is_gpu()) {
+#ifdef NDG_HAVE_CUDA
+    return gpu::gemm(ec, dt, args, a, b, c);
+#endif
+  }
+  if (args.k == 0) {  // BLAS would not touch c
+    if (args.beta == 0.0) std::memset(c, 0, static_cast<std::size_t>(args.m * args.n) * dtype_size(dt));
+    return;
+  }
+  cpu_gemm(dt, args, a, b, c);
+}
+
+}  // namespace mx::op
+
+namespace mx::nd {
+
+NDArray dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose_b) {
+  detail::check_not_none("dot", a);
+  detail::check_not_none("dot", b);
+  return op::invoke1(op::dot_def(), {a, b},
+                     op::DotParams{transpose_a, transpose_b, a.autograd_node() != nullptr, b.autograd_node() != nullptr});
+}
+
+}  // namespace mx::nd

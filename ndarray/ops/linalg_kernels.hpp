@@ -1,0 +1,35 @@
+#pragma once
+// The matrix-product family's attributes, and GEMM on an op's device: OpenBLAS on cpu(0), cuBLAS
+// on a GPU (ndarray/ops/linalg.cpp defines dot and the CPU call; cuda/ops/linalg.cpp the cuBLAS
+// call). Internal.
+#include <cstdint>
+
+#include "ndarray/ops/op.hpp"
+
+namespace mx::op {
+
+// A matrix product in row-major terms: c (m, n) = alpha * op(a) · op(b) + beta * c, where op(a) is
+// (m, k) and op(b) is (k, n); trans_a means a is stored (k, m), trans_b that b is stored (n, k).
+struct GemmArgs {
+  bool trans_a = false, trans_b = false;
+  std::int64_t m = 0, n = 0, k = 0;
+  double alpha = 1.0, beta = 0.0;
+};
+
+// c = alpha * op(a) · op(b) + beta * c, queued on ec's device; float32 and float64. With k = 0 the
+// product sums nothing: c becomes beta * c for beta 0 or 1, the values callers use.
+void gemm(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, const void* b, void* c);
+
+// dot(a, b) with either operand transposed (2-D ones).
+struct DotParams {
+  bool transpose_a = false, transpose_b = false;
+  // Whether a and b lead to a variable (the recorded inputs are detached): backward skips the
+  // product of an operand that needs no gradient.
+  bool a_grad = true, b_grad = true;
+};
+
+namespace gpu {
+void gemm(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, const void* b, void* c);
+}
+
+}  // namespace mx::op

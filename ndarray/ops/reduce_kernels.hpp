@@ -1,0 +1,25 @@
+#pragma once
+// The reduction family's attributes and GPU launch (ndarray/ops/reduce.cpp defines the ops, their
+// gradients and CPU loops; cuda/ops/reduce.cu the launch). Internal.
+#include "ndarray/op_kinds.hpp"
+#include "ndarray/ops/op.hpp"
+
+namespace mx::op {
+
+// sum, max, min, argmax, argmin: over every element (result (1,), as MXNet 1.x) or one axis.
+struct ReduceParams {
+  ReduceOp op = ReduceOp::sum;
+  int axis = 0;
+  bool has_axis = false;  // false: every element
+  bool keepdims = false;
+};
+
+// The input as (outer, length, inner) around the reduced axis; length is every element when the
+// reduction has no axis.
+ReduceShape reduce_shape(const Invocation& inv);
+
+namespace gpu {
+void reduce(const ExecContext& ec, const Invocation& inv);
+}
+
+}  // namespace mx::op
