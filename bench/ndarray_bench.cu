@@ -191,7 +191,19 @@ int main(int argc, char** argv) {
     };
     const double t_raw = bench::median_seconds(raw_chain, [&] { CHECK(cudaStreamSynchronize(stream)); }, 1);
     const double t_raw_host = bench::median_seconds(raw_chain, [] {}, 1);
+    // The floor: the same chain of launches into two preallocated buffers, no allocation at all.
+    float* rz;
+    CHECK(cudaMallocAsync(&rz, 1000 * 4, stream));
+    auto launch_chain = [&] {
+      for (int i = 0; i < chain; ++i) {
+        add_kernel<<<4, 256, 0, stream>>>(ry, rx, rz, 1000);
+        std::swap(ry, rz);
+      }
+    };
+    const double t_launch = bench::median_seconds(launch_chain, [&] { CHECK(cudaStreamSynchronize(stream)); }, 1);
+    const double t_launch_host = bench::median_seconds(launch_chain, [] {}, 1);
     CHECK(cudaStreamSynchronize(stream));
+    CHECK(cudaFreeAsync(rz, stream));
     CHECK(cudaFreeAsync(rx, stream));
     CHECK(cudaFreeAsync(ry, stream));
     CHECK(cudaStreamSynchronize(stream));
@@ -200,6 +212,10 @@ int main(int argc, char** argv) {
                        "us/op", 1, 0, t / chain, t_raw / chain, 0));
     rows.push_back(row("dispatch, host enqueue time only (vs raw)", "dispatch_host", "us/op", 1, 0, t_host / chain,
                        t_raw_host / chain, 0));
+    rows.push_back(row("dispatch (vs the bare launch: no allocation at all)", "dispatch_launch", "us/op", 1, 0, t / chain,
+                       t_launch / chain, 0));
+    rows.push_back(row("dispatch, host enqueue time only (vs the bare launch)", "dispatch_launch_host", "us/op", 1, 0,
+                       t_host / chain, t_launch_host / chain, 0));
   }
 
   // --- PyTorch on the same cases ----------------------------------------------------------------
