@@ -279,6 +279,7 @@ NDArray broadcast_to(const NDArray& x, const Shape& shape) {
 NDArray concat(const std::vector<NDArray>& arrays, int axis) {
   if (arrays.empty()) throw ValueError("concat: needs at least one array");
   for (const NDArray& x : arrays) detail::check_not_none("concat", x);
+  detail::check_same_context("concat", arrays);  // names every operand's context
   return op::invoke1(op::concat_def(), arrays, op::AxisParams{axis});
 }
 
