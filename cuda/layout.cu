@@ -6,21 +6,14 @@
 namespace mx::cuda {
 namespace {
 
-template <class T>
-__global__ void gather_elements(T* out, const T* in, GatherIndex index, std::int64_t n) {
+// gather: out[i] = in[index(i)]; scatter: out[index(i)] = in[i].
+template <bool kScatter, class T>
+__global__ void move_elements(T* out, const T* in, GatherIndex index, std::int64_t n) {
   for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
     std::int64_t off[1];
     index.offsets(i, off);
-    out[i] = in[off[0]];
-  }
-}
-
-template <class T>
-__global__ void scatter_elements(T* out, const T* in, GatherIndex index, std::int64_t n) {
-  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
-    std::int64_t off[1];
-    index.offsets(i, off);
-    out[off[0]] = in[i];
+    if constexpr (kScatter) out[off[0]] = in[i];
+    else out[i] = in[off[0]];
   }
 }
 
@@ -31,24 +24,22 @@ std::int64_t index_size(const StridedIndex<N>& index) {
   return n;
 }
 
-}  // namespace
-
-void gather(cudaStream_t stream, DType dt, const GatherIndex& index, const void* in, void* out) {
-  const std::int64_t n = index_size(index);
-  if (n == 0) return;
+template <bool kScatter>
+void move(cudaStream_t stream, DType dt, const GatherIndex& index, const void* in, void* out) {
   dispatch_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
-    launch(stream, "gather", n, &gather_elements<T>, static_cast<T*>(out), static_cast<const T*>(in), index, n);
+    launch(stream, kScatter ? "scatter" : "gather", index_size(index), &move_elements<kScatter, T>, static_cast<T*>(out),
+           static_cast<const T*>(in), index, index_size(index));
   });
 }
 
+}  // namespace
+
+void gather(cudaStream_t stream, DType dt, const GatherIndex& index, const void* in, void* out) {
+  move<false>(stream, dt, index, in, out);
+}
 void scatter(cudaStream_t stream, DType dt, const GatherIndex& index, const void* in, void* out) {
-  const std::int64_t n = index_size(index);
-  if (n == 0) return;
-  dispatch_dtype(dt, [&](auto tag) {
-    using T = decltype(tag);
-    launch(stream, "scatter", n, &scatter_elements<T>, static_cast<T*>(out), static_cast<const T*>(in), index, n);
-  });
+  move<true>(stream, dt, index, in, out);
 }
 
 }  // namespace mx::cuda

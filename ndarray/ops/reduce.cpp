@@ -163,15 +163,15 @@ const std::array<OpDef, static_cast<std::size_t>(ReduceOp::count)> reduce_defs{
 ReduceShape reduce_shape(const Invocation& inv) {
   const auto& p = inv.params.as<ReduceParams>();
   const Shape& shape = inv.inputs[0].shape();
+  if (!p.has_axis) return {1, shape.numel(), 1};
+  return around_axis(shape, normalize_axis(inv.op->name, p.axis, shape));
+}
+
+ReduceShape around_axis(const Shape& shape, int axis) {
   ReduceShape s;
-  if (!p.has_axis) {
-    s.length = shape.numel();
-    return s;
-  }
-  const int a = normalize_axis(inv.op->name, p.axis, shape);
   for (int d = 0; d < shape.ndim(); ++d) {
-    if (d < a) s.outer *= shape[d];
-    else if (d == a) s.length = shape[d];
+    if (d < axis) s.outer *= shape[d];
+    else if (d == axis) s.length = shape[d];
     else s.inner *= shape[d];
   }
   return s;

@@ -14,6 +14,10 @@ struct ReduceParams {
   bool keepdims = false;
 };
 
+// shape as (outer, length, inner) around `axis` (normalised): the lines a reduction or softmax runs
+// along.
+ReduceShape around_axis(const Shape& shape, int axis);
+
 // The input as (outer, length, inner) around the reduced axis; length is every element when the
 // reduction has no axis.
 ReduceShape reduce_shape(const Invocation& inv);

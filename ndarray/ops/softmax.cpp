@@ -8,6 +8,7 @@
 #include "ndarray/checks.hpp"
 #include "ndarray/elementwise.hpp"
 #include "ndarray/ops/parallel.hpp"
+#include "ndarray/ops/reduce_kernels.hpp"
 #include "ndarray/ops/softmax_kernels.hpp"
 #include "ndarray/reduce.hpp"
 
@@ -85,14 +86,7 @@ const OpDef& log_softmax_def() {
 
 ReduceShape softmax_shape(const Invocation& inv) {
   const Shape& shape = inv.inputs[0].shape();
-  const int axis = normalize_axis(inv.op->name, inv.params.as<SoftmaxParams>().axis, shape);
-  ReduceShape s;
-  for (int d = 0; d < shape.ndim(); ++d) {
-    if (d < axis) s.outer *= shape[d];
-    else if (d == axis) s.length = shape[d];
-    else s.inner *= shape[d];
-  }
-  return s;
+  return around_axis(shape, normalize_axis(inv.op->name, inv.params.as<SoftmaxParams>().axis, shape));
 }
 
 }  // namespace mx::op
