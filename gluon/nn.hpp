@@ -4,6 +4,7 @@
 #include "gluon/init.hpp"
 #include "gluon/nn/activation.hpp"
 #include "gluon/nn/dense.hpp"
+#include "gluon/nn/dropout.hpp"
 #include "gluon/nn/flatten.hpp"
 #include "gluon/nn/sequential.hpp"
 #include "gluon/parameter.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// Neural-network ops, as MXNet's mx.nd.FullyConnected.
+// Neural-network ops, as MXNet's mx.nd.FullyConnected and mx.nd.Dropout.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -27,5 +27,12 @@ std::optional<UnaryOp> activation_type(const std::string& act_type, const char* 
 // mx::ShapeError; an unknown act_type or num_hidden <= 0 mx::ValueError.
 NDArray FullyConnected(const NDArray& x, const NDArray& weight, const NDArray& bias, std::int64_t num_hidden,
                        bool no_bias = false, bool flatten = true, const std::string& act_type = "");
+
+// Inverted dropout, as mx.nd.Dropout: in training (autograd::is_training(), which record() sets)
+// or with mode "always", each element is zeroed with probability p and the others are scaled by
+// 1 / (1 - p), with a mask drawn from the context's generator (cuRAND on a GPU) that backward
+// reuses; otherwise x itself. p in [0, 1) and mode "training" | "always", else mx::ValueError;
+// integer dtypes mx::DTypeError.
+NDArray Dropout(const NDArray& x, double p = 0.5, const std::string& mode = "training");
 
 }  // namespace mx::nd

@@ -1,4 +1,6 @@
 // GPU launches of the nn family (ndarray/ops/nn.cpp has the ops and their CPU reference loops).
+#include "cuda/curand_stream.hpp"
+#include "cuda/device.hpp"
 #include "cuda/launch.hpp"
 #include "ndarray/ops/nn_kernels.hpp"
 
@@ -18,7 +20,34 @@ __global__ void bias_activation_elements(T* out, const T* bias, std::int64_t row
   }
 }
 
+// mask[i] = draw[i] > p ? scale : 0; out[i] = in[i] * mask[i].
+template <class T>
+__global__ void dropout_elements(T* out, T* mask, const T* in, const T* draws, std::int64_t n, T threshold, T scale) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
+    mask[i] = draws[i] > threshold ? scale : T(0);
+    out[i] = in[i] * mask[i];
+  }
+}
+
 }  // namespace
+
+// cuRAND's uniform draws (a multiple of 4, into scratch memory), then one pass for mask and result.
+void dropout(const ExecContext& ec, const Invocation& inv) {
+  const double p = inv.params.as<DropoutParams>().p;
+  const nd::NDArray &x = inv.inputs[0], &y = inv.outputs[0], &mask = inv.outputs[1];
+  const std::int64_t n = x.size(), padded = (n + 3) / 4 * 4;
+  if (n == 0) return;
+  const Workspace draws(ec, static_cast<std::size_t>(padded) * dtype_size(x.dtype()));
+  {
+    auto [gen, lock] = cuda::device(ec.ctx.device_id()).curand(-1, padded);
+    cuda::generate_uniform(gen, x.dtype(), draws.data(), padded);
+  }
+  dispatch_floating(x.dtype(), "Dropout", [&](auto tag) {
+    using T = decltype(tag);
+    cuda::launch(ec, "Dropout", n, &dropout_elements<T>, static_cast<T*>(y.data()), static_cast<T*>(mask.data()),
+                 static_cast<const T*>(x.data()), draws.as<T>(), n, static_cast<T>(p), static_cast<T>(1.0 / (1.0 - p)));
+  });
+}
 
 // The product (cuBLAS), then the bias and activation in one pass over it, in place.
 void fully_connected(const ExecContext& ec, const Invocation& inv) {

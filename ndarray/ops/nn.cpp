@@ -1,9 +1,12 @@
-// The nn family: FullyConnected, the matrix product and its fused bias + activation epilogue as
-// one registered op. Here: the front end, inference, gradient, attributes and the CPU loop; the
-// CUDA launch of the epilogue is in cuda/ops/nn.cu.
+// The nn family: FullyConnected (the matrix product and its fused bias + activation epilogue as
+// one registered op) and Dropout. Here: the front ends, inference, gradients, attributes and the
+// CPU loops; the CUDA launches are in cuda/ops/nn.cu.
 #include "ndarray/nn.hpp"
 
+#include "ndarray/autograd.hpp"
 #include "ndarray/checks.hpp"
+#include "ndarray/elementwise.hpp"
+#include "ndarray/host_random.hpp"
 #include "ndarray/linalg.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
@@ -109,8 +112,51 @@ std::vector<std::pair<std::string, std::string>> fully_connected_attrs(const Par
   return attrs;
 }
 
+// --- Dropout --------------------------------------------------------------------------------------
+
+void dropout_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const NDArray& x = inv.inputs[0];
+  nd::check_floating("Dropout", x);
+  out = {{x.shape(), x.dtype()}, {x.shape(), x.dtype()}};
+}
+
+// Uniform draws in (0, 1]: element i is kept when its draw is above p, with probability 1 - p.
+// Draws come in multiples of 4 (see ndarray/ops/random.cpp), into scratch memory.
+void dropout_cpu(const ExecContext& ec, const Invocation& inv) {
+  const double p = inv.params.as<DropoutParams>().p;
+  const NDArray &x = inv.inputs[0], &y = inv.outputs[0], &mask = inv.outputs[1];
+  const std::int64_t n = x.size(), padded = (n + 3) / 4 * 4;
+  if (n == 0) return;
+  const Workspace draws(ec, static_cast<std::size_t>(padded) * dtype_size(x.dtype()));
+  detail::host_random_uniform(x.dtype(), draws.data(), padded, -1);
+  dispatch_floating(x.dtype(), "Dropout", [&](auto tag) {
+    using T = decltype(tag);
+    const T *in = static_cast<const T*>(x.data()), *u = draws.as<T>();
+    T *out = static_cast<T*>(y.data()), *m = static_cast<T*>(mask.data());
+    const T scale = static_cast<T>(1.0 / (1.0 - p)), threshold = static_cast<T>(p);
+    parallel_for_simd(n, [&](std::int64_t i) {
+      m[i] = u[i] > threshold ? scale : T(0);
+      out[i] = in[i] * m[i];
+    });
+  });
+}
+
+Grads dropout_gradient(const Invocation& inv, const Grads& out_grads) { return {out_grads[0] * inv.outputs[1]}; }
+
+std::vector<std::pair<std::string, std::string>> dropout_attrs(const Params& params) {
+  const auto& p = params.as<DropoutParams>();
+  return {{"p", std::to_string(p.p)}, {"mode", p.always ? "always" : "training"}};
+}
+
+const OpDef& dropout_op() {
+  static const OpDef def{"Dropout", &dropout_infer, &dropout_cpu, NDG_GPU_KERNEL(gpu::dropout), &dropout_gradient,
+                         &dropout_attrs};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+
 // In the registry from the start (find_op, graph import).
-[[maybe_unused]] const bool family_registered = (fully_connected_op(), true);
+[[maybe_unused]] const bool family_registered = (fully_connected_op(), dropout_op(), true);
 
 }  // namespace
 
@@ -152,6 +198,17 @@ NDArray FullyConnected(const NDArray& x, const NDArray& weight, const NDArray& b
   p.weight_grad = weight.autograd_node() != nullptr;
   // Contexts first (common_context, in the order data, weight, bias), then the rest in inference.
   return op::invoke1(op::fully_connected_op(), {x, weight, no_bias ? NDArray() : bias}, p);
+}
+
+NDArray Dropout(const NDArray& x, double p, const std::string& mode) {
+  detail::check_not_none("Dropout", x);
+  if (!(p >= 0.0 && p < 1.0)) throw ValueError("Dropout: p must be in [0, 1), got " + std::to_string(p));
+  if (mode != "training" && mode != "always") {
+    throw ValueError("Dropout: unknown mode \"" + mode + "\"; valid: \"training\", \"always\"");
+  }
+  const bool always = mode == "always";
+  if (p == 0.0 || (!always && !autograd::is_training())) return x;  // the identity, as in MXNet
+  return op::invoke(op::dropout_op(), {x}, op::DropoutParams{p, always})[0];
 }
 
 std::optional<UnaryOp> activation_type(const std::string& act_type, const char* op) {

@@ -46,8 +46,16 @@ void with_activation(std::optional<UnaryOp> act, Fn&& fn) {
   }
 }
 
+// Dropout: input data; outputs the result and the mask it was multiplied by (0 where dropped,
+// 1 / (1 - p) where kept, drawn from the context's generator), which backward reuses.
+struct DropoutParams {
+  double p = 0.5;
+  bool always = false;  // mode "always": drop in prediction too (only kept for the attributes)
+};
+
 namespace gpu {
 void fully_connected(const ExecContext& ec, const Invocation& inv);
+void dropout(const ExecContext& ec, const Invocation& inv);
 }  // namespace gpu
 
 }  // namespace mx::op

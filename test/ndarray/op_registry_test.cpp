@@ -64,7 +64,8 @@ BOOST_AUTO_TEST_CASE(reductions_products_copies_and_draws_are_registered) {
   const std::vector<std::pair<const char*, bool>> ops{
       {"sum", true},     {"max", true},   {"min", true},    {"argmax", false},          {"argmin", false},
       {"dot", true},     {"Concat", true}, {"slice_axis", true}, {"Cast", true},        {"_copy", true},
-      {"_full", false},  {"_arange", false}, {"_random_uniform", false}, {"_random_normal", false}};
+      {"_full", false},  {"_arange", false}, {"_random_uniform", false}, {"_random_normal", false},
+      {"Dropout", true}};
   for (const auto& [name, differentiable] : ops) {
     BOOST_TEST_CONTEXT(name) {
       const op::OpDef* def = op::find_op(name);
