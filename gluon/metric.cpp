@@ -1,12 +1,24 @@
 #include "gluon/metric.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <limits>
 
+#include "ndarray/creation.hpp"
 #include "ndarray/describe.hpp"
+#include "ndarray/elementwise.hpp"
+#include "ndarray/manipulation.hpp"
 
 namespace mx::metric {
 
 namespace {
+
+// The shortest text that reads back as value: "-1", "1e-12", "nan".
+std::string number(double value) {
+  char text[32];
+  const auto result = std::to_chars(text, text + sizeof(text), value);
+  return std::string(text, result.ptr);
+}
 
 // The number of predictions in preds: B for scores (B, C), its size for class ids shaped like the
 // labels (or 1-D); else an mx::ShapeError.
@@ -38,38 +50,163 @@ std::int64_t checked_count(const nd::NDArray& labels, const nd::NDArray& preds) 
   return count;
 }
 
+// Throws unless preds are (B, C) scores, C >= 1, for B labels (of any shape: MXNet ravels them).
+void check_scores(const std::string& method, const nd::NDArray& labels, const nd::NDArray& preds) {
+  nd::check_not_none(method.c_str(), labels);
+  nd::check_not_none(method.c_str(), preds);
+  if (preds.ndim() != 2 || preds.shape()[1] == 0) {
+    throw ShapeError(method + ": preds " + nd::describe(preds) + " are not (B, classes) scores with classes > 0 " +
+                     "for the labels " + nd::describe(labels));
+  }
+  if (preds.shape()[0] != labels.size()) {
+    throw ShapeError(method + ": " + std::to_string(labels.size()) + " labels " + nd::describe(labels) + " but " +
+                     std::to_string(preds.shape()[0]) + " predictions " + nd::describe(preds) +
+                     "; expected preds (B, classes) for B labels");
+  }
+}
+
+// Each row's score at its label, picked on the scores' context, and whether that score is NaN;
+// both (B, 1). is_label holds the rows' one-hot masks (B, C) in the scores' dtype. Every other
+// class is lowered to -inf before the row's max is taken: a product with the mask would turn an
+// infinite score elsewhere in the row into NaN. (A NaN at the label comes out as +inf there,
+// which is why is_nan says so.)
+struct Picked {
+  nd::NDArray score, is_nan;
+};
+Picked pick(const nd::NDArray& scores, const nd::NDArray& is_label) {
+  const nd::NDArray bound = (is_label * 2.0 - 1.0) * std::numeric_limits<double>::infinity();  // ±inf
+  return {nd::minimum(scores, bound).max(1, true), ((scores != scores) * is_label).sum(1, true)};
+}
+
 }  // namespace
 
-void Accuracy::update(const nd::NDArray& labels, const nd::NDArray& preds) {
-  const std::int64_t count = checked_count(labels, preds);
-  if (count == 0) return;
-  const bool scores = are_scores(labels, preds);
-  // Class ids of the predictions, reduced on their own context; then B values of each to the host.
-  const nd::NDArray predicted = scores ? preds.argmax(1) : preds;
-  const std::vector<std::int64_t> want = labels.asvector<std::int64_t>();
-  const std::vector<std::int64_t> got = predicted.asvector<std::int64_t>();
-  for (std::size_t i = 0; i < want.size(); ++i) num_correct_ += got[i] == want[i] ? 1 : 0;
-  num_inst_ += count;
+// ---- EvalMetric ---------------------------------------------------------------------------------
+
+void EvalMetric::update(const nd::NDArray& labels, const nd::NDArray& preds) {
+  const Measure measure = evaluate(labels, preds);
+  sum_metric_ += measure.sum;
+  num_inst_ += measure.count;
 }
 
-void Accuracy::update(const std::vector<nd::NDArray>& labels, const std::vector<nd::NDArray>& preds) {
-  if (labels.size() != preds.size()) {
-    throw ValueError("Accuracy.update: " + std::to_string(labels.size()) + " label arrays but " +
+void EvalMetric::update(const std::vector<nd::NDArray>& labels, const std::vector<nd::NDArray>& preds) {
+  if (uses_labels() && labels.size() != preds.size()) {
+    throw ValueError(std::string(type_) + ".update: " + std::to_string(labels.size()) + " label arrays but " +
                      std::to_string(preds.size()) + " prediction arrays; pass one of each per device");
   }
-  // Every pair is checked before any is counted, so that a bad pair leaves the counts alone.
-  for (std::size_t i = 0; i < labels.size(); ++i) checked_count(labels[i], preds[i]);
-  for (std::size_t i = 0; i < labels.size(); ++i) update(labels[i], preds[i]);
+  // Every pair is measured before any is counted, so that a bad pair leaves the counts alone.
+  std::vector<Measure> measures;
+  for (std::size_t i = 0; i < preds.size(); ++i) {
+    measures.push_back(evaluate(uses_labels() ? labels[i] : nd::NDArray(), preds[i]));
+  }
+  for (const Measure& measure : measures) {
+    sum_metric_ += measure.sum;
+    num_inst_ += measure.count;
+  }
 }
 
-std::pair<std::string, double> Accuracy::get() const {
+std::pair<std::string, double> EvalMetric::get() const {
   if (num_inst_ == 0) return {name_, std::numeric_limits<double>::quiet_NaN()};
-  return {name_, static_cast<double>(num_correct_) / static_cast<double>(num_inst_)};
+  return {name_, sum_metric_ / static_cast<double>(num_inst_)};
 }
 
-void Accuracy::reset() {
-  num_correct_ = 0;
+void EvalMetric::reset() {
+  sum_metric_ = 0;
   num_inst_ = 0;
+}
+
+// ---- Accuracy -----------------------------------------------------------------------------------
+
+EvalMetric::Measure Accuracy::evaluate(const nd::NDArray& labels, const nd::NDArray& preds) const {
+  const std::int64_t count = checked_count(labels, preds);
+  if (count == 0) return {};
+  // Class ids of the predictions, reduced on their own context; then B values of each to the host.
+  const nd::NDArray predicted = are_scores(labels, preds) ? preds.argmax(1) : preds;
+  const std::vector<std::int64_t> want = labels.asvector<std::int64_t>();
+  const std::vector<std::int64_t> got = predicted.asvector<std::int64_t>();
+  std::int64_t correct = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) correct += got[i] == want[i] ? 1 : 0;
+  return {static_cast<double>(correct), count};
+}
+
+// ---- TopKAccuracy -------------------------------------------------------------------------------
+
+TopKAccuracy::TopKAccuracy(std::int64_t top_k, const std::string& name)
+    : EvalMetric("TopKAccuracy", name + "_" + std::to_string(top_k)), top_k_(top_k) {
+  if (top_k < 1) {
+    throw ValueError("TopKAccuracy: top_k must be at least 1, got " + std::to_string(top_k));
+  }
+}
+
+EvalMetric::Measure TopKAccuracy::evaluate(const nd::NDArray& labels, const nd::NDArray& preds) const {
+  check_scores("TopKAccuracy.update", labels, preds);
+  const std::int64_t batch = preds.shape()[0], classes = preds.shape()[1];
+  if (batch == 0) return {};
+  // Integer scores are ranked in float64, which holds them exactly.
+  const DType dtype = is_floating(preds.dtype()) ? preds.dtype() : DType::float64;
+  const nd::NDArray scores = preds.dtype() == dtype ? preds : preds.astype(dtype);
+  const Context ctx = scores.context();
+  // The labels' ids go to the scores; class 0 stands in for one out of range, which is never correct.
+  const std::vector<std::int64_t> ids = labels.asvector<std::int64_t>();
+  std::vector<double> in_range_ids(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    in_range_ids[i] = ids[i] >= 0 && ids[i] < classes ? static_cast<double>(ids[i]) : 0.0;
+  }
+  const nd::NDArray label_ids = nd::array(in_range_ids, {batch, 1}, ctx, dtype);
+  const nd::NDArray class_ids = nd::arange(0.0, static_cast<double>(classes), 1.0, ctx, dtype).reshape({1, classes});
+  const Picked label = pick(scores, class_ids == label_ids);
+  // The label's rank: the classes before it in a stable sort by descending score, i.e. those with
+  // a higher score and those with an equal one and a smaller id.
+  const nd::NDArray rank =
+      ((scores > label.score) + (scores == label.score) * (class_ids < label_ids)).sum(1, true);
+  const std::vector<double> host = nd::concat({rank, label.is_nan}, 1).asvector<double>();  // (B, 2)
+  std::int64_t correct = 0;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const bool valid = ids[i] >= 0 && ids[i] < classes && host[2 * i + 1] == 0;
+    correct += valid && host[2 * i] < static_cast<double>(top_k_) ? 1 : 0;
+  }
+  return {static_cast<double>(correct), batch};
+}
+
+// ---- CrossEntropy -------------------------------------------------------------------------------
+
+CrossEntropy::CrossEntropy(double eps, const std::string& name) : EvalMetric("CrossEntropy", name), eps_(eps) {
+  if (!(std::isfinite(eps) && eps >= 0)) {
+    throw ValueError("CrossEntropy: eps must be a finite number >= 0, got " + number(eps));
+  }
+}
+
+EvalMetric::Measure CrossEntropy::evaluate(const nd::NDArray& labels, const nd::NDArray& preds) const {
+  check_scores("CrossEntropy.update", labels, preds);
+  nd::check_floating("CrossEntropy.update", preds);
+  const std::int64_t batch = preds.shape()[0], classes = preds.shape()[1];
+  if (batch == 0) return {};
+  const std::vector<std::int64_t> ids = labels.asvector<std::int64_t>();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= classes) {
+      throw IndexError("CrossEntropy.update: label " + std::to_string(ids[i]) + " of sample " + std::to_string(i) +
+                       " is not a class of preds " + nd::describe(preds) + "; labels must be in [0, " +
+                       std::to_string(classes) + ")");
+    }
+  }
+  const Context ctx = preds.context();
+  const nd::NDArray label_ids = nd::array(ids, {batch, 1}, ctx, preds.dtype());
+  const nd::NDArray class_ids = nd::arange(0.0, static_cast<double>(classes), 1.0, ctx, preds.dtype()).reshape({1, classes});
+  const Picked label = pick(preds, class_ids == label_ids);
+  const std::vector<double> host = nd::concat({label.score, label.is_nan}, 1).asvector<double>();  // (B, 2)
+  double sum = 0;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const double p = host[2 * i + 1] == 0 ? host[2 * i] : std::numeric_limits<double>::quiet_NaN();
+    sum += -std::log(p + eps_);
+  }
+  return {sum, batch};
+}
+
+// ---- Loss ---------------------------------------------------------------------------------------
+
+EvalMetric::Measure Loss::evaluate(const nd::NDArray& /*labels*/, const nd::NDArray& preds) const {
+  nd::check_not_none("Loss.update", preds);
+  if (preds.size() == 0) return {};
+  return {preds.sum().asscalar<double>(), preds.size()};
 }
 
 }  // namespace mx::metric

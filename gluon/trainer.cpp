@@ -1,11 +1,22 @@
 #include "gluon/trainer.hpp"
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
 #include "context/device.hpp"
 #include "context/error.hpp"
 
 namespace mx::gluon {
 
 namespace {
+
+// The shortest text that reads back as value: "-1", "0.1", "nan".
+std::string number(double value) {
+  char text[32];
+  const auto result = std::to_chars(text, text + sizeof(text), value);
+  return std::string(text, result.ptr);
+}
 
 nd::ReduceAlgo algo_for_kvstore(const std::string& kvstore) {
   if (kvstore == "device") return nd::ReduceAlgo::automatic;
@@ -45,11 +56,32 @@ void check_on_gpus(const char* op, const ParameterDict& params) {
 
 Trainer::Trainer(ParameterDict params, const std::string& optimizer, const HyperParams& optimizer_params,
                  const std::string& kvstore)
+    : Trainer(std::move(params), optimizer, optimizer_params, nullptr, kvstore) {}
+
+Trainer::Trainer(ParameterDict params, const std::string& optimizer, const HyperParams& optimizer_params,
+                 std::shared_ptr<lr_scheduler::LRScheduler> scheduler, const std::string& kvstore)
     : params_(std::move(params)), optimizer_(Optimizer::create(optimizer, optimizer_params)),
-      reduce_algo_(algo_for_kvstore(kvstore)) {
+      lr_scheduler_(std::move(scheduler)), reduce_algo_(algo_for_kvstore(kvstore)) {
   if (reduce_algo_ == nd::ReduceAlgo::nccl) check_on_gpus("Trainer", params_);
   const auto it = optimizer_params.find("rescale_grad");
   if (it != optimizer_params.end()) rescale_grad_ = it->second;
+  // Last, so that a refused Trainer leaves the scheduler alone. The rate was checked by create().
+  const auto lr = optimizer_params.find("learning_rate");
+  if (lr_scheduler_ && lr != optimizer_params.end()) lr_scheduler_->set_base_lr(lr->second);
+}
+
+double Trainer::learning_rate() const {
+  return lr_scheduler_ ? (*lr_scheduler_)(num_update_) : optimizer_->learning_rate();
+}
+
+void Trainer::set_learning_rate(double lr) {
+  if (lr_scheduler_) {
+    throw ValueError("Trainer::set_learning_rate: the learning rate follows the lr_scheduler given to this Trainer "
+                     "(now " + number(learning_rate()) + " at num_update " + std::to_string(num_update_) +
+                     "), so it cannot be set to " + number(lr) +
+                     "; set_learning_rate can change the rate only of a Trainer without a scheduler");
+  }
+  optimizer_->set_learning_rate(lr);
 }
 
 void Trainer::check_ready(const char* op, std::int64_t batch_size) const {
@@ -77,26 +109,49 @@ void Trainer::allreduce_grads() {
 
 void Trainer::update(std::int64_t batch_size) {
   check_ready("Trainer::update", batch_size);
-  apply_updates(batch_size);
+  apply_updates("Trainer::update", batch_size);
 }
 
 void Trainer::step(std::int64_t batch_size) {
   // Everything is checked before the gradients are summed, so that a failed step changes nothing.
   check_ready("Trainer::step", batch_size);
   allreduce_grads();
-  apply_updates(batch_size);
+  apply_updates("Trainer::step", batch_size);
 }
 
-void Trainer::apply_updates(std::int64_t batch_size) {
-  optimizer_->set_rescale_grad(rescale_grad_ / static_cast<double>(batch_size));
+void Trainer::apply_updates(const char* op, std::int64_t batch_size) {
+  struct Update {
+    StateKey key;
+    nd::NDArray weight, grad;
+  };
+  std::vector<Update> updates;
   std::size_t index = 0;  // the parameter's place in the dict, frozen or not: its state's key
   for (auto& [name, param] : params_) {
     const std::size_t param_index = index++;
     if (param.grad_req() == "null") continue;
-    std::vector<nd::NDArray> data = param.list_data();
+    const std::vector<nd::NDArray> data = param.list_data();
     const std::vector<nd::NDArray> grads = param.list_grad();
-    for (std::size_t i = 0; i < data.size(); ++i) optimizer_->update({param_index, i}, data[i], grads[i]);
+    for (std::size_t i = 0; i < data.size(); ++i) updates.push_back({{param_index, i}, data[i], grads[i]});
   }
+  // Note [update count]: the count after this step, and its rate, before anything changes.
+  std::int64_t num_update = num_update_;
+  for (const Update& u : updates) {
+    const auto it = update_counts_.find(u.key);
+    num_update = std::max(num_update, (it == update_counts_.end() ? 0 : it->second) + 1);
+  }
+  if (lr_scheduler_) {
+    const double lr = (*lr_scheduler_)(num_update);
+    if (!(std::isfinite(lr) && lr >= 0)) {
+      throw ValueError(std::string(op) + ": the lr_scheduler gave learning rate " + number(lr) +
+                       " for num_update " + std::to_string(num_update) +
+                       "; a learning rate must be a finite number >= 0");
+    }
+    optimizer_->set_learning_rate(lr);
+  }
+  for (const Update& u : updates) ++update_counts_[u.key];
+  num_update_ = num_update;
+  optimizer_->set_rescale_grad(rescale_grad_ / static_cast<double>(batch_size));
+  for (Update& u : updates) optimizer_->update(u.key, u.weight, u.grad);
 }
 
 }  // namespace mx::gluon

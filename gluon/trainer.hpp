@@ -6,9 +6,22 @@
 //
 // Parameters initialised on several contexts (data parallelism) get their gradients summed over
 // the contexts before every update, through NCCL when the build has it (kvstore "device").
+//
+// A learning-rate schedule, as MXNet's optimizer_params {"lr_scheduler": scheduler}:
+//
+//   auto scheduler = std::make_shared<mx::lr_scheduler::FactorScheduler>(250, 0.5, 1e-8, 1.0);
+//   gluon::Trainer trainer(net.collect_params(), "sgd", {{"momentum", 0.9}}, scheduler);
+//
+// Note [update count]: as MXNet's Optimizer, the Trainer counts the updates of each parameter
+// copy; num_update is the largest count, so it is n during and after the n-th step (or update)
+// and 0 before the first. Each step takes its learning rate from scheduler(num_update) before it
+// updates anything, and every parameter of the step is updated with that rate.
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
+#include "gluon/lr_scheduler.hpp"
 #include "gluon/optimizer.hpp"
 #include "gluon/parameter_dict.hpp"
 #include "ndarray/collective.hpp"
@@ -26,30 +39,49 @@ class Trainer {
   // contexts; step() checks again the parameters initialised later).
   Trainer(ParameterDict params, const std::string& optimizer, const HyperParams& optimizer_params = {},
           const std::string& kvstore = "device");
+  // With a learning-rate schedule (MXNet's optimizer_params["lr_scheduler"]); a null one is none.
+  // The Trainer shares the scheduler and advances its state. A "learning_rate" in optimizer_params
+  // replaces the scheduler's base_lr, as MXNet's Optimizer.__init__ does (see Note [stateful
+  // schedules] in gluon/lr_scheduler.hpp: Poly and Cosine schedules go on from the rate they were
+  // made with); without one, the scheduler's rates are used as they are. The errors are the
+  // constructor's above, and the scheduler is left alone when one is thrown.
+  Trainer(ParameterDict params, const std::string& optimizer, const HyperParams& optimizer_params,
+          std::shared_ptr<lr_scheduler::LRScheduler> scheduler, const std::string& kvstore = "device");
 
   // One update of every parameter with grad_req != "null", the gradients scaled by 1/batch_size
-  // (times rescale_grad). A parameter on several contexts first has its gradients summed over
-  // them, so that every copy gets the same update.
+  // (times rescale_grad), at the scheduled learning rate when there is a scheduler (Note [update
+  // count]). A parameter on several contexts first has its gradients summed over them, so that
+  // every copy gets the same update.
   void step(std::int64_t batch_size);
   // The gradient reduction alone (step does it), and the update alone. Both queue their work on
   // each context's stream and return without waiting.
   void allreduce_grads();
   void update(std::int64_t batch_size);
 
-  double learning_rate() const { return optimizer_->learning_rate(); }
-  // mx::ValueError naming lr, and the rate unchanged, unless lr is finite and >= 0.
-  void set_learning_rate(double lr) { optimizer_->set_learning_rate(lr); }
+  // The optimizer's rate; with a scheduler, scheduler(num_update()), as MXNet's learning_rate
+  // property (which calls, and so may advance, the scheduler).
+  double learning_rate() const;
+  // mx::ValueError naming lr, and the rate unchanged, unless lr is finite and >= 0; also when the
+  // rate follows a scheduler (MXNet raises then too: the next step would overwrite it).
+  void set_learning_rate(double lr);
   Optimizer& optimizer() { return *optimizer_; }
+  // The scheduler given to the constructor, or null.
+  const std::shared_ptr<lr_scheduler::LRScheduler>& lr_scheduler() const { return lr_scheduler_; }
+  // The updates made so far (MXNet's optimizer.num_update; Note [update count]).
+  std::int64_t num_update() const { return num_update_; }
 
  private:
   // Throws, before anything changes, unless batch_size > 0 and every trained parameter is
   // initialised with a floating-point gradient of its own shape on each of its contexts (each a
   // GPU with kvstore "nccl").
   void check_ready(const char* op, std::int64_t batch_size) const;
-  void apply_updates(std::int64_t batch_size);
+  void apply_updates(const char* op, std::int64_t batch_size);
 
   ParameterDict params_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::shared_ptr<lr_scheduler::LRScheduler> lr_scheduler_;  // null: the optimizer's own rate
+  std::map<StateKey, std::int64_t> update_counts_;  // updates of each parameter copy
+  std::int64_t num_update_ = 0;  // the largest of update_counts_
   double rescale_grad_ = 1;
   nd::ReduceAlgo reduce_algo_;
 };
