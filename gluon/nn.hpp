@@ -3,6 +3,8 @@
 #include "gluon/block.hpp"
 #include "gluon/init.hpp"
 #include "gluon/nn/activation.hpp"
+#include "gluon/nn/batch_norm.hpp"
+#include "gluon/nn/conv.hpp"
 #include "gluon/nn/dense.hpp"
 #include "gluon/nn/dropout.hpp"
 #include "gluon/nn/flatten.hpp"

@@ -1,8 +1,9 @@
 #pragma once
-// Neural-network ops, as MXNet's mx.nd.FullyConnected and mx.nd.Dropout.
+// Neural-network ops, as MXNet's mx.nd.FullyConnected, Convolution, Pooling, BatchNorm and Dropout.
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ndarray/array.hpp"
 #include "ndarray/op_kinds.hpp"
@@ -34,5 +35,63 @@ NDArray FullyConnected(const NDArray& x, const NDArray& weight, const NDArray& b
 // reuses; otherwise x itself. p in [0, 1) and mode "training" | "always", else mx::ValueError;
 // integer dtypes mx::DTypeError.
 NDArray Dropout(const NDArray& x, double p = 0.5, const std::string& mode = "training");
+
+// Convolution's attributes, in MXNet's order, for designated initialisers:
+//   nd::Convolution(x, w, b, {.kernel = {3, 3}, .pad = {1, 1}, .num_filter = 64})
+struct ConvolutionOptions {
+  std::vector<std::int64_t> kernel;  // 1 to 3 extents: a 1-, 2- or 3-D convolution
+  std::vector<std::int64_t> stride = {};  // empty: 1 along every axis
+  std::vector<std::int64_t> dilate = {};  // empty: 1
+  std::vector<std::int64_t> pad = {};     // empty: 0; zeros on both sides of each axis
+  std::int64_t num_filter = 0;
+  std::int64_t num_group = 1;  // channels split into groups (num_group = channels: depthwise)
+  bool no_bias = false;
+};
+
+// Cross-correlation of data (batch, channels, spatial...) with weight (num_filter, channels /
+// num_group, kernel...), plus bias (num_filter,) unless no_bias (bias may then be a none array), as
+// mx.nd.Convolution with layout NCW / NCHW / NCDHW. The output is (batch, num_filter, out...) with
+// out = (in + 2 pad - dilate (kernel - 1) - 1) / stride + 1. cuDNN on a GPU where the build has it
+// (the engine chosen and cached per shape), else im2col + GEMM (cuBLAS, OpenBLAS). Recorded for
+// autograd. Bad attributes (kernel of 0 or more than 3 axes, stride or dilate < 1, pad < 0, tuples
+// of different lengths, num_filter < 1, a num_group not dividing channels and num_filter) throw
+// mx::ValueError; operands that do not fit (data not (batch, channels, spatial...) for the
+// kernel, a weight or bias of another shape, a kernel larger than the padded input)
+// mx::ShapeError; the message names Convolution and the shapes.
+NDArray Convolution(const NDArray& data, const NDArray& weight, const NDArray& bias, const ConvolutionOptions& options);
+
+struct PoolingOptions {
+  std::vector<std::int64_t> kernel = {};  // 1 to 3 extents; ignored with global_pool
+  std::string pool_type = "max";          // "max" or "avg"
+  bool global_pool = false;               // one window over all of each channel
+  std::string pooling_convention = "valid";  // "valid": out rounded down; "full": rounded up
+  std::vector<std::int64_t> stride = {};  // empty: 1 along every axis
+  std::vector<std::int64_t> pad = {};     // empty: 0
+  bool count_include_pad = true;          // avg: padding counts in the divisor
+};
+
+// Max or average pooling of data (batch, channels, spatial...), as mx.nd.Pooling: out = (in + 2 pad
+// - kernel) / stride + 1, rounded down ("valid") or up ("full"). Max remembers where each maximum
+// was, for backward. Recorded for autograd. Bad attributes throw mx::ValueError, data that does not
+// fit the kernel (wrong rank, a kernel larger than the padded input) mx::ShapeError, naming Pooling.
+NDArray Pooling(const NDArray& data, const PoolingOptions& options);
+
+struct BatchNormOptions {
+  double eps = 1e-3;
+  double momentum = 0.9;  // running = momentum * running + (1 - momentum) * batch statistic
+  bool fix_gamma = true;  // gamma is taken as 1 (and gets no gradient), as MXNet's default
+  bool use_global_stats = false;  // normalise by the running statistics in training too
+  int axis = 1;           // the channel axis
+};
+
+// Batch normalisation over every axis but `axis`, as mx.nd.BatchNorm: in training
+// (autograd::is_training() and not use_global_stats) by the batch's mean and variance, updating
+// moving_mean and moving_var in place (the variance with Bessel's correction, as cuDNN and PyTorch
+// keep it); otherwise by moving_mean and moving_var. gamma, beta, moving_mean and moving_var are
+// (channels,). Recorded for autograd (data, gamma, beta). mx::ShapeError for parameters of
+// another shape or a bad axis, mx::ValueError for eps <= 0 or momentum outside [0, 1], naming
+// BatchNorm.
+NDArray BatchNorm(const NDArray& data, const NDArray& gamma, const NDArray& beta, NDArray moving_mean,
+                  NDArray moving_var, const BatchNormOptions& options = {});
 
 }  // namespace mx::nd

@@ -31,7 +31,7 @@ namespace mx::op {
 // back with as<P>(). The type is checked on every read.
 class Params {
  public:
-  static constexpr std::size_t kCapacity = 64;
+  static constexpr std::size_t kCapacity = 128;  // Convolution's attributes are the largest
   Params() = default;
   template <class P>
   Params(const P& p) : type_(type_id<P>()) {  // NOLINT: implicit, so that invoke(op, {x}, P{...}) reads well

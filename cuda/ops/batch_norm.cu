@@ -1,0 +1,225 @@
+// GPU launches of BatchNorm and its backward (ndarray/ops/batch_norm.cpp has the ops and the CPU
+// reference). The data is (outer, channels, inner) around the channel axis. Each pass:
+//   1. per-channel sums: a (channel, chunk) grid of blocks, each summing its chunk of rows into
+//      one partial pair, so that even a few channels fill the GPU;
+//   2. one thread per channel adds the partials in double and derives the channel's coefficients
+//      (and, forward in training, updates the running statistics);
+//   3. one elementwise pass applies them.
+// Forward sums x - shift and its square with shift = the channel's first element, which keeps the
+// variance exact for data far from zero; backward sums dy and dy · (x - mean).
+#include <cmath>
+
+#include "cuda/launch.hpp"
+#include "ndarray/ops/conv_kernels.hpp"
+#include "ndarray/ops/reduce_kernels.hpp"
+
+namespace mx::op::gpu {
+namespace {
+
+using cuda::global_thread;
+using cuda::grid_stride;
+
+// The sums are pairs of the element type (float for float32, double for float64).
+template <class A>
+struct Pair {
+  A a, b;
+};
+
+// Blocks per channel: about four blocks per SM in all, each with at least a row.
+std::int64_t chunks_for(const ExecContext& ec, const ReduceShape& s) {
+  const std::int64_t blocks = 4 * std::max(ec.multiprocessors, 1);
+  return std::clamp<std::int64_t>(blocks / std::max<std::int64_t>(s.length, 1), 1, std::min<std::int64_t>(s.outer, 65535));
+}
+
+template <class A>
+__device__ Pair<A> block_sum(Pair<A> v) {
+  __shared__ A shared[2][cuda::kThreads / 32];
+  for (int offset = 16; offset > 0; offset /= 2) {
+    v.a += __shfl_xor_sync(0xffffffffu, v.a, offset);
+    v.b += __shfl_xor_sync(0xffffffffu, v.b, offset);
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) {
+    shared[0][warp] = v.a;
+    shared[1][warp] = v.b;
+  }
+  __syncthreads();
+  Pair<A> total{0, 0};
+  if (threadIdx.x == 0) {
+    for (int w = 0; w < cuda::kThreads / 32; ++w) {
+      total.a += shared[0][w];
+      total.b += shared[1][w];
+    }
+  }
+  return total;
+}
+
+// partial[channel * chunks + chunk] = Σ f(element, channel) over the chunk's rows of the channel.
+template <class A, class F>
+__global__ void channel_sums(F f, ReduceShape s, std::int64_t rows_per_chunk, Pair<A>* partial) {
+  const std::int64_t c = blockIdx.x, chunk = blockIdx.y;
+  const std::int64_t first = chunk * rows_per_chunk;
+  const std::int64_t rows = std::min(s.outer, first + rows_per_chunk) - first;
+  Pair<A> sum{0, 0};
+  for (std::int64_t j = threadIdx.x; j < rows * s.inner; j += blockDim.x) {
+    const std::int64_t o = first + j / s.inner, i = j % s.inner;
+    const Pair<A> v = f((o * s.length + c) * s.inner + i, c);
+    sum.a += v.a;
+    sum.b += v.b;
+  }
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) partial[c * gridDim.y + chunk] = sum;
+}
+
+template <class T>
+struct ShiftedMoments {
+  const T* x;
+  std::int64_t inner, length;
+  __device__ Pair<T> operator()(std::int64_t i, std::int64_t c) const {
+    const T d = x[i] - x[c * inner];
+    return {d, d * d};
+  }
+};
+
+template <class T>
+struct GradSums {
+  const T *dy, *x, *mean;
+  __device__ Pair<T> operator()(std::int64_t i, std::int64_t c) const { return {dy[i], dy[i] * (x[i] - mean[c])}; }
+};
+
+// Training: the batch's statistics from the partials; the running ones updated (variance with
+// Bessel's correction).
+template <class T>
+__global__ void finish_statistics(const Pair<T>* partial, std::int64_t chunks, const T* x, ReduceShape s,
+                                  BatchNormParams p, T* mean, T* invstd, T* moving_mean, T* moving_var) {
+  const double count = static_cast<double>(s.outer * s.inner);
+  for (std::int64_t c = global_thread(); c < s.length; c += grid_stride()) {
+    double sum = 0, squares = 0;
+    for (std::int64_t k = 0; k < chunks; ++k) {
+      sum += partial[c * chunks + k].a;
+      squares += partial[c * chunks + k].b;
+    }
+    const double shifted_mean = sum / count;
+    const double var = fmax(squares / count - shifted_mean * shifted_mean, 0.0);
+    const double m = x[c * s.inner] + shifted_mean;
+    mean[c] = static_cast<T>(m);
+    invstd[c] = static_cast<T>(rsqrt(var + p.eps));
+    moving_mean[c] = static_cast<T>(p.momentum * moving_mean[c] + (1 - p.momentum) * m);
+    moving_var[c] = static_cast<T>(p.momentum * moving_var[c] + (1 - p.momentum) * (count > 1 ? var * count / (count - 1) : var));
+  }
+}
+
+// Prediction: the running statistics.
+template <class T>
+__global__ void running_statistics(std::int64_t channels, double eps, const T* moving_mean, const T* moving_var,
+                                   T* mean, T* invstd) {
+  for (std::int64_t c = global_thread(); c < channels; c += grid_stride()) {
+    mean[c] = moving_mean[c];
+    invstd[c] = static_cast<T>(rsqrt(static_cast<double>(moving_var[c]) + eps));
+  }
+}
+
+// y = x · scale + shift with scale = gamma · invstd, shift = beta - mean · scale.
+template <class T>
+__global__ void normalize(const T* x, T* y, std::int64_t n, ReduceShape s, const T* gamma, const T* beta, const T* mean,
+                          const T* invstd, bool fix_gamma) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
+    const std::int64_t c = (i / s.inner) % s.length;
+    const T scale = (fix_gamma ? T(1) : gamma[c]) * invstd[c];
+    y[i] = (x[i] - mean[c]) * scale + beta[c];
+  }
+}
+
+// Backward, per channel: dbeta, dgamma, and into coef the three numbers dx needs.
+template <class T>
+__global__ void finish_gradients(const Pair<T>* partial, std::int64_t chunks, ReduceShape s, BatchNormParams p,
+                                 const T* gamma, const T* invstd, T* dgamma, T* dbeta, T* coef) {
+  const double count = static_cast<double>(s.outer * s.inner);
+  for (std::int64_t c = global_thread(); c < s.length; c += grid_stride()) {
+    double sum_dy = 0, sum_dy_centered = 0;
+    for (std::int64_t k = 0; k < chunks; ++k) {
+      sum_dy += partial[c * chunks + k].a;
+      sum_dy_centered += partial[c * chunks + k].b;
+    }
+    const double sum_dy_xhat = sum_dy_centered * invstd[c];
+    dbeta[c] = static_cast<T>(sum_dy);
+    dgamma[c] = p.fix_gamma ? T(0) : static_cast<T>(sum_dy_xhat);
+    const bool batch = p.training && count > 0;
+    coef[3 * c] = static_cast<T>((p.fix_gamma ? 1.0 : static_cast<double>(gamma[c])) * invstd[c]);  // scale
+    coef[3 * c + 1] = static_cast<T>(batch ? sum_dy / count : 0.0);                                 // mean dy
+    coef[3 * c + 2] = static_cast<T>(batch ? sum_dy_xhat / count * invstd[c] : 0.0);  // per unit of x - mean
+  }
+}
+
+// dx = scale · (dy - mean_dy - (x - mean) · k).
+template <class T>
+__global__ void input_gradient(const T* dy, const T* x, T* dx, std::int64_t n, ReduceShape s, const T* mean,
+                               const T* coef) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
+    const std::int64_t c = (i / s.inner) % s.length;
+    dx[i] = coef[3 * c] * (dy[i] - coef[3 * c + 1] - (x[i] - mean[c]) * coef[3 * c + 2]);
+  }
+}
+
+ReduceShape channel_shape(const BatchNormParams& p, const nd::NDArray& x) {
+  return around_axis(x.shape(), p.axis < 0 ? p.axis + x.ndim() : p.axis);
+}
+
+// The channel sums of f into a workspace-held partial array, chunked as chunks_for says.
+template <class T, class F>
+void launch_sums(const ExecContext& ec, const char* op, const ReduceShape& s, std::int64_t chunks, F f, Pair<T>* partial) {
+  const std::int64_t rows_per_chunk = (s.outer + chunks - 1) / chunks;
+  cuda::launch(cuda::stream_of(ec), op, dim3(static_cast<unsigned>(s.length), static_cast<unsigned>(chunks)),
+               &channel_sums<T, F>, f, s, rows_per_chunk, partial);
+}
+
+}  // namespace
+
+void batch_norm(const ExecContext& ec, const Invocation& inv) {
+  const auto& p = inv.params.as<BatchNormParams>();
+  const nd::NDArray& x = inv.inputs[0];
+  const ReduceShape s = channel_shape(p, x);
+  dispatch_floating(x.dtype(), "BatchNorm", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(x.data());
+    const auto param = [&](std::size_t i) { return static_cast<T*>(inv.inputs[i].data()); };
+    T *mean = static_cast<T*>(inv.outputs[1].data()), *invstd = static_cast<T*>(inv.outputs[2].data());
+    if (p.training && x.size() > 0) {
+      const std::int64_t chunks = chunks_for(ec, s);
+      const Workspace partial(ec, static_cast<std::size_t>(s.length * chunks) * sizeof(Pair<T>));
+      launch_sums(ec, "BatchNorm", s, chunks, ShiftedMoments<T>{in, s.inner, s.length}, partial.as<Pair<T>>());
+      cuda::launch(ec, "BatchNorm", s.length, &finish_statistics<T>, partial.as<Pair<T>>(), chunks, in, s, p, mean,
+                   invstd, param(3), param(4));
+    } else {
+      cuda::launch(ec, "BatchNorm", s.length, &running_statistics<T>, s.length, p.eps, param(3), param(4), mean, invstd);
+    }
+    cuda::launch(ec, "BatchNorm", x.size(), &normalize<T>, in, static_cast<T*>(inv.outputs[0].data()), x.size(), s,
+                 param(1), param(2), mean, invstd, p.fix_gamma);
+  });
+}
+
+void batch_norm_backward(const ExecContext& ec, const Invocation& inv) {
+  const auto& p = inv.params.as<BatchNormParams>();
+  const nd::NDArray& x = inv.inputs[1];
+  const ReduceShape s = channel_shape(p, x);
+  dispatch_floating(x.dtype(), "BatchNorm", [&](auto tag) {
+    using T = decltype(tag);
+    const auto input = [&](std::size_t i) { return static_cast<const T*>(inv.inputs[i].data()); };
+    const auto output = [&](std::size_t i) { return static_cast<T*>(inv.outputs[i].data()); };
+    const std::int64_t chunks = x.size() > 0 ? chunks_for(ec, s) : 1;
+    const Workspace partial(ec, static_cast<std::size_t>(s.length * chunks) * sizeof(Pair<T>));
+    const Workspace coef(ec, static_cast<std::size_t>(3 * s.length) * sizeof(T));
+    if (x.size() > 0) {
+      launch_sums(ec, "BatchNorm", s, chunks, GradSums<T>{input(0), input(1), input(3)}, partial.as<Pair<T>>());
+    } else {
+      NDG_CUDA_CHECK(cudaMemsetAsync(partial.data(), 0, static_cast<std::size_t>(s.length) * sizeof(Pair<T>),
+                                     cuda::stream_of(ec)));
+    }
+    cuda::launch(ec, "BatchNorm", s.length, &finish_gradients<T>, partial.as<Pair<T>>(), chunks, s, p, input(2),
+                 input(4), output(1), output(2), coef.as<T>());
+    cuda::launch(ec, "BatchNorm", x.size(), &input_gradient<T>, input(0), input(1), output(0), x.size(), s, input(3),
+                 coef.as<const T>());
+  });
+}
+
+}  // namespace mx::op::gpu

@@ -1,0 +1,68 @@
+// GPU loops of the convolution: im2col and col2im for the im2col + cuBLAS path (a CUDA build
+// without cuDNN, or a geometry cuDNN has no engine for), the bias, and the hand-off to cuDNN
+// (ndarray/ops/conv.cpp has the op and picks the path).
+#include "cuda/launch.hpp"
+#include "ndarray/ops/conv_kernels.hpp"
+#ifdef NDG_HAVE_CUDNN
+#include "cuda/cudnn_conv.hpp"
+#endif
+
+namespace mx::op::gpu {
+namespace {
+
+using cuda::global_thread;
+using cuda::grid_stride;
+
+template <class T>
+__global__ void im2col_elements(ConvGeometry g, const T* x, T* col, std::int64_t n) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) col[i] = im2col_element(g, x, i);
+}
+
+template <class T>
+__global__ void col2im_elements(ConvGeometry g, const T* col, T* dx, std::int64_t n) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) dx[i] = col2im_element(g, col, i);
+}
+
+// y (rows = batch * channels, cols) += bias[row % channels].
+template <class T>
+__global__ void channel_bias_elements(T* y, const T* bias, std::int64_t n, std::int64_t cols, std::int64_t channels) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) y[i] += bias[(i / cols) % channels];
+}
+
+}  // namespace
+
+void im2col(const ExecContext& ec, const ConvGeometry& g, const void* x, void* col) {
+  const std::int64_t n = g.in_channels * g.kernel_size() * g.out_size();
+  dispatch_floating(g.dtype, "Convolution", [&](auto tag) {
+    using T = decltype(tag);
+    cuda::launch(ec, "Convolution", n, &im2col_elements<T>, g, static_cast<const T*>(x), static_cast<T*>(col), n);
+  });
+}
+
+void col2im(const ExecContext& ec, const ConvGeometry& g, const void* col, void* dx) {
+  const std::int64_t n = g.in_channels * g.in_size();
+  dispatch_floating(g.dtype, "Convolution", [&](auto tag) {
+    using T = decltype(tag);
+    cuda::launch(ec, "Convolution", n, &col2im_elements<T>, g, static_cast<const T*>(col), static_cast<T*>(dx), n);
+  });
+}
+
+void add_channel_bias(const ExecContext& ec, const ConvGeometry& g, void* y, const void* bias) {
+  const std::int64_t n = g.batch * g.out_channels * g.out_size();
+  dispatch_floating(g.dtype, "Convolution", [&](auto tag) {
+    using T = decltype(tag);
+    cuda::launch(ec, "Convolution", n, &channel_bias_elements<T>, static_cast<T*>(y), static_cast<const T*>(bias), n,
+                 g.out_size(), g.out_channels);
+  });
+}
+
+bool cudnn_pass(const ExecContext& ec, ConvPass pass, const ConvGeometry& g, const void* a, const void* b, void* out) {
+#ifdef NDG_HAVE_CUDNN
+  return cuda::cudnn_convolution(ec, pass, g, a, b, out);
+#else
+  (void)ec, (void)pass, (void)g, (void)a, (void)b, (void)out;
+  return false;
+#endif
+}
+
+}  // namespace mx::op::gpu

@@ -1,0 +1,198 @@
+// BatchNorm and its backward op. Here: the front end, inference, gradient and CPU loops (sums in
+// double, two passes over the data: the reference the GPU is tested against); the CUDA launches
+// are in cuda/ops/batch_norm.cu.
+//
+// BatchNorm's inputs are (data, gamma, beta, moving_mean, moving_var), its outputs (out, mean,
+// invstd): the statistics it normalised by, which backward reuses. In training the kernel also
+// updates moving_mean and moving_var in place, as MXNet's auxiliary states, so that a replayed
+// graph updates them too.
+#include <cmath>
+
+#include "ndarray/autograd.hpp"
+#include "ndarray/checks.hpp"
+#include "ndarray/nn.hpp"
+#include "ndarray/ops/conv_kernels.hpp"
+#include "ndarray/ops/parallel.hpp"
+#include "ndarray/ops/reduce_kernels.hpp"
+
+namespace mx::op {
+namespace {
+
+using nd::NDArray;
+
+const BatchNormParams& bn_params(const Invocation& inv) { return inv.params.as<BatchNormParams>(); }
+
+int channel_axis(const BatchNormParams& p, const NDArray& x) { return p.axis < 0 ? p.axis + x.ndim() : p.axis; }
+
+void batch_norm_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const char* op = "BatchNorm";
+  const BatchNormParams& p = bn_params(inv);
+  const NDArray& x = inv.inputs[0];
+  nd::check_floating(op, x);
+  if (p.axis < -x.ndim() || p.axis >= x.ndim()) {
+    throw ShapeError(std::string(op) + ": axis " + std::to_string(p.axis) + " is out of range for data " +
+                     nd::describe(x));
+  }
+  const Shape channels{x.shape()[channel_axis(p, x)]};
+  const char* names[] = {"gamma", "beta", "moving_mean", "moving_var"};
+  for (int i = 1; i <= 4; ++i) {
+    const NDArray& param = inv.inputs[static_cast<std::size_t>(i)];
+    nd::check_same_dtype(op, x, param);
+    if (param.shape() != channels) {
+      throw ShapeError(std::string(op) + ": " + names[i - 1] + " " + nd::describe(param) + " does not fit data " +
+                       nd::describe(x) + " along axis " + std::to_string(p.axis) + "; expected " + channels.tuple_str());
+    }
+  }
+  out = {{x.shape(), x.dtype()}, {channels, x.dtype()}, {channels, x.dtype()}};
+}
+
+void batch_norm_cpu(const ExecContext&, const Invocation& inv) {
+  const BatchNormParams& p = bn_params(inv);
+  const NDArray& x = inv.inputs[0];
+  const ReduceShape s = around_axis(x.shape(), channel_axis(p, x));
+  const std::int64_t count = s.outer * s.inner;  // elements per channel
+  dispatch_floating(x.dtype(), "BatchNorm", [&](auto tag) {
+    using T = decltype(tag);
+    const T *in = static_cast<const T*>(x.data()), *gamma = static_cast<const T*>(inv.inputs[1].data()),
+            *beta = static_cast<const T*>(inv.inputs[2].data());
+    T *moving_mean = static_cast<T*>(inv.inputs[3].data()), *moving_var = static_cast<T*>(inv.inputs[4].data());
+    T *out = static_cast<T*>(inv.outputs[0].data()), *mean = static_cast<T*>(inv.outputs[1].data()),
+      *invstd = static_cast<T*>(inv.outputs[2].data());
+    const auto element = [&](std::int64_t c, std::int64_t o, std::int64_t i) -> std::int64_t {
+      return (o * s.length + c) * s.inner + i;
+    };
+    parallel_for(s.length, [&](std::int64_t c) {
+      if (!p.training || count == 0) {
+        mean[c] = moving_mean[c];
+        invstd[c] = static_cast<T>(1.0 / std::sqrt(static_cast<double>(moving_var[c]) + p.eps));
+        return;
+      }
+      double sum = 0, squares = 0;
+      for (std::int64_t o = 0; o < s.outer; ++o) {
+        for (std::int64_t i = 0; i < s.inner; ++i) sum += in[element(c, o, i)];
+      }
+      const double m = sum / static_cast<double>(count);
+      for (std::int64_t o = 0; o < s.outer; ++o) {
+        for (std::int64_t i = 0; i < s.inner; ++i) squares += (in[element(c, o, i)] - m) * (in[element(c, o, i)] - m);
+      }
+      const double var = squares / static_cast<double>(count);
+      const double unbiased = count > 1 ? squares / static_cast<double>(count - 1) : var;
+      mean[c] = static_cast<T>(m);
+      invstd[c] = static_cast<T>(1.0 / std::sqrt(var + p.eps));
+      moving_mean[c] = static_cast<T>(p.momentum * moving_mean[c] + (1 - p.momentum) * m);
+      moving_var[c] = static_cast<T>(p.momentum * moving_var[c] + (1 - p.momentum) * unbiased);
+    }, x.size());
+    parallel_for(s.outer * s.length, [&](std::int64_t row) {
+      const std::int64_t c = row % s.length;
+      const T scale = (p.fix_gamma ? T(1) : gamma[c]) * invstd[c], shift = beta[c] - mean[c] * scale;
+      for (std::int64_t i = 0; i < s.inner; ++i) out[row * s.inner + i] = in[row * s.inner + i] * scale + shift;
+    }, x.size());
+  });
+}
+
+// _backward_BatchNorm: inputs (dy, x, gamma, mean, invstd), outputs (dx, dgamma, dbeta). With
+// x̂ = (x - mean) · invstd and M elements per channel, in training
+//   dx = gamma · invstd · (dy - Σdy / M - x̂ · Σ(dy · x̂) / M),
+// and with fixed statistics dx = gamma · invstd · dy; dgamma = Σ(dy · x̂) (0 with fix_gamma),
+// dbeta = Σdy.
+void backward_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const NDArray &x = inv.inputs[1], &gamma = inv.inputs[2];
+  out = {{x.shape(), x.dtype()}, {gamma.shape(), x.dtype()}, {gamma.shape(), x.dtype()}};
+}
+
+void backward_cpu(const ExecContext&, const Invocation& inv) {
+  const BatchNormParams& p = bn_params(inv);
+  const NDArray& x = inv.inputs[1];
+  const ReduceShape s = around_axis(x.shape(), channel_axis(p, x));
+  const double count = static_cast<double>(s.outer * s.inner);
+  dispatch_floating(x.dtype(), "BatchNorm", [&](auto tag) {
+    using T = decltype(tag);
+    const T *dy = static_cast<const T*>(inv.inputs[0].data()), *in = static_cast<const T*>(x.data()),
+            *gamma = static_cast<const T*>(inv.inputs[2].data()), *mean = static_cast<const T*>(inv.inputs[3].data()),
+            *invstd = static_cast<const T*>(inv.inputs[4].data());
+    T *dx = static_cast<T*>(inv.outputs[0].data()), *dgamma = static_cast<T*>(inv.outputs[1].data()),
+      *dbeta = static_cast<T*>(inv.outputs[2].data());
+    parallel_for(s.length, [&](std::int64_t c) {
+      double sum_dy = 0, sum_dy_xhat = 0;
+      for (std::int64_t o = 0; o < s.outer; ++o) {
+        const std::int64_t row = (o * s.length + c) * s.inner;
+        for (std::int64_t i = 0; i < s.inner; ++i) {
+          sum_dy += dy[row + i];
+          sum_dy_xhat += static_cast<double>(dy[row + i]) * (in[row + i] - mean[c]) * invstd[c];
+        }
+      }
+      dbeta[c] = static_cast<T>(sum_dy);
+      dgamma[c] = p.fix_gamma ? T(0) : static_cast<T>(sum_dy_xhat);
+      const double scale = (p.fix_gamma ? 1.0 : static_cast<double>(gamma[c])) * invstd[c];
+      const double mean_dy = p.training && count > 0 ? sum_dy / count : 0.0;
+      const double mean_dy_xhat = p.training && count > 0 ? sum_dy_xhat / count : 0.0;
+      for (std::int64_t o = 0; o < s.outer; ++o) {
+        const std::int64_t row = (o * s.length + c) * s.inner;
+        for (std::int64_t i = 0; i < s.inner; ++i) {
+          const double xhat = (in[row + i] - mean[c]) * static_cast<double>(invstd[c]);
+          dx[row + i] = static_cast<T>(scale * (dy[row + i] - mean_dy - xhat * mean_dy_xhat));
+        }
+      }
+    }, x.size());
+  });
+}
+
+std::vector<std::pair<std::string, std::string>> batch_norm_attrs(const Params& params) {
+  const auto& p = params.as<BatchNormParams>();
+  return {{"eps", std::to_string(p.eps)},
+          {"momentum", std::to_string(p.momentum)},
+          {"fix_gamma", p.fix_gamma ? "True" : "False"},
+          {"use_global_stats", p.use_global_stats ? "True" : "False"},
+          {"axis", std::to_string(p.axis)}};
+}
+
+const OpDef& backward_op() {
+  static const OpDef def{"_backward_BatchNorm", &backward_infer, &backward_cpu,
+                         NDG_GPU_KERNEL(gpu::batch_norm_backward), nullptr, &batch_norm_attrs};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+// Gradients for data, gamma and beta; none for the running statistics.
+std::vector<NDArray> batch_norm_gradient(const Invocation& inv, const std::vector<NDArray>& out_grads) {
+  auto grads = invoke(backward_op(),
+                      {out_grads[0], inv.inputs[0], inv.inputs[1], inv.outputs[1], inv.outputs[2]}, inv.params);
+  return {grads[0], grads[1], grads[2], NDArray(), NDArray()};
+}
+
+const OpDef& batch_norm_op() {
+  static const OpDef def{"BatchNorm", &batch_norm_infer, &batch_norm_cpu, NDG_GPU_KERNEL(gpu::batch_norm),
+                         &batch_norm_gradient, &batch_norm_attrs};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+[[maybe_unused]] const bool family_registered = (batch_norm_op(), backward_op(), true);
+
+}  // namespace
+}  // namespace mx::op
+
+namespace mx::nd {
+
+NDArray BatchNorm(const NDArray& data, const NDArray& gamma, const NDArray& beta, NDArray moving_mean,
+                  NDArray moving_var, const BatchNormOptions& o) {
+  const char* op = "BatchNorm";
+  for (const NDArray* a : {&data, &gamma, &beta, static_cast<const NDArray*>(&moving_mean),
+                           static_cast<const NDArray*>(&moving_var)}) {
+    detail::check_not_none(op, *a);
+  }
+  if (!(o.eps > 0)) throw ValueError("BatchNorm: eps must be positive, got " + std::to_string(o.eps));
+  if (!(o.momentum >= 0 && o.momentum <= 1)) {
+    throw ValueError("BatchNorm: momentum must be in [0, 1], got " + std::to_string(o.momentum));
+  }
+  op::BatchNormParams p;
+  p.eps = o.eps;
+  p.momentum = o.momentum;
+  p.axis = o.axis;
+  p.fix_gamma = o.fix_gamma;
+  p.use_global_stats = o.use_global_stats;
+  p.training = autograd::is_training() && !o.use_global_stats;
+  return op::invoke(op::batch_norm_op(), {data, gamma, beta, moving_mean, moving_var}, p)[0];
+}
+
+}  // namespace mx::nd

@@ -1,0 +1,365 @@
+// Convolution (1-, 2- and 3-D, groups, dilation) and its backward ops. Here: the front end,
+// inference, gradient, the window helpers Pooling shares, and im2col + GEMM, the path of the CPU
+// and of a GPU without cuDNN. cuDNN's path is cuda/cudnn_conv.cpp, the GPU loops cuda/ops/conv.cu.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "ndarray/checks.hpp"
+#include "ndarray/nn.hpp"
+#include "ndarray/ops/conv_kernels.hpp"
+#include "ndarray/ops/linalg_kernels.hpp"
+#include "ndarray/ops/parallel.hpp"
+#include "ndarray/reduce.hpp"
+
+namespace mx::op {
+namespace {
+
+using nd::NDArray;
+using Grads = std::vector<NDArray>;
+
+const ConvolutionParams& conv_params(const Invocation& inv) { return inv.params.as<ConvolutionParams>(); }
+
+std::string tuple_of(const std::vector<std::int64_t>& v) { return Shape(v).tuple_str(); }
+
+// --- im2col + GEMM --------------------------------------------------------------------------------
+
+void im2col([[maybe_unused]] const ExecContext& ec, const ConvGeometry& g, const void* x, void* col) {
+#ifdef NDG_HAVE_CUDA
+  if (ec.ctx.is_gpu()) return gpu::im2col(ec, g, x, col);
+#endif
+  dispatch_floating(g.dtype, "Convolution", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(x);
+    T* out = static_cast<T*>(col);
+    const std::int64_t n = g.in_channels * g.kernel_size() * g.out_size();
+    parallel_for(n, [&](std::int64_t i) { out[i] = im2col_element(g, in, i); });
+  });
+}
+
+void col2im([[maybe_unused]] const ExecContext& ec, const ConvGeometry& g, const void* col, void* dx) {
+#ifdef NDG_HAVE_CUDA
+  if (ec.ctx.is_gpu()) return gpu::col2im(ec, g, col, dx);
+#endif
+  dispatch_floating(g.dtype, "Convolution", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(col);
+    T* out = static_cast<T*>(dx);
+    parallel_for(g.in_channels * g.in_size(), [&](std::int64_t i) { out[i] = col2im_element(g, in, i); },
+                 g.in_channels * g.in_size() * g.kernel_size());
+  });
+}
+
+// A 1×1 kernel with stride 1 and no padding: the column matrix is the input itself.
+bool is_pointwise(const ConvGeometry& g) {
+  const Window& w = g.window;
+  for (int d = 0; d < 3; ++d) {
+    if (w.kernel[d] != 1 || w.stride[d] != 1 || w.pad[d] != 0) return false;
+  }
+  return true;
+}
+
+// One pass of a convolution, on cuDNN where it has an engine, else by im2col + GEMM.
+void convolution_pass(const ExecContext& ec, ConvPass pass, const ConvGeometry& g, const void* a, const void* b,
+                      void* out) {
+#ifdef NDG_HAVE_CUDA
+  if (ec.ctx.is_gpu() && gpu::cudnn_pass(ec, pass, g, a, b, out)) return;
+#endif
+  im2col_convolution(ec, pass, g, a, b, out);
+}
+
+void add_channel_bias([[maybe_unused]] const ExecContext& ec, const ConvGeometry& g, void* y, const void* bias) {
+#ifdef NDG_HAVE_CUDA
+  if (ec.ctx.is_gpu()) return gpu::add_channel_bias(ec, g, y, bias);
+#endif
+  dispatch_floating(g.dtype, "Convolution", [&](auto tag) {
+    using T = decltype(tag);
+    T* out = static_cast<T*>(y);
+    const T* b = static_cast<const T*>(bias);
+    const std::int64_t rows = g.batch * g.out_channels, cols = g.out_size();
+    parallel_for(rows, [&](std::int64_t r) {
+      const T v = b[r % g.out_channels];
+      T* row = out + r * cols;
+      for (std::int64_t c = 0; c < cols; ++c) row[c] += v;
+    }, rows * cols);
+  });
+}
+
+// --- inference ------------------------------------------------------------------------------------
+
+std::string window_text(const ConvolutionParams& p) {
+  const Window& w = p.window;
+  return "kernel " + window_tuple(w, w.kernel) + ", stride " + window_tuple(w, w.stride) + ", dilate " +
+         window_tuple(w, w.dilation) + ", pad " + window_tuple(w, w.pad);
+}
+
+// x (batch, channels, spatial...) for the window: the geometry, with every extent checked.
+ConvGeometry checked_geometry(const char* op, const ConvolutionParams& p, const NDArray& x) {
+  const int spatial = p.window.spatial;
+  if (x.ndim() != spatial + 2) {
+    throw ShapeError(std::string(op) + ": data must be (batch, channels, " + std::to_string(spatial) +
+                     " spatial axes) for the " + std::to_string(spatial) + "-D kernel " +
+                     window_tuple(p.window, p.window.kernel) + ", got " + nd::describe(x));
+  }
+  const std::int64_t channels = x.shape()[1];
+  if (channels % p.num_group != 0 || p.num_filter % p.num_group != 0) {
+    throw ValueError(std::string(op) + ": num_group " + std::to_string(p.num_group) + " must divide the data's " +
+                     std::to_string(channels) + " channels and num_filter " + std::to_string(p.num_filter) +
+                     "; data " + nd::describe(x));
+  }
+  const ConvGeometry g = conv_geometry(p, x.shape(), x.dtype());
+  for (int d = 3 - spatial; d < 3; ++d) {
+    if (g.out[d] < 1) {
+      throw ShapeError(std::string(op) + ": the " + window_text(p) + " do not fit data " + nd::describe(x) +
+                       ": the dilated kernel is larger than the padded input");
+    }
+  }
+  return g;
+}
+
+// The weight's shape: (num_filter, channels / num_group, kernel...).
+Shape weight_shape(const ConvolutionParams& p, std::int64_t channels) {
+  std::vector<std::int64_t> dims{p.num_filter, channels / p.num_group};
+  for (int d = 3 - p.window.spatial; d < 3; ++d) dims.push_back(p.window.kernel[d]);
+  return Shape(dims);
+}
+
+Shape output_shape(const ConvGeometry& g, std::int64_t channels) {
+  std::vector<std::int64_t> dims{g.batch, channels};
+  for (int d = 3 - g.window.spatial; d < 3; ++d) dims.push_back(g.out[d]);
+  return Shape(dims);
+}
+
+void convolution_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const char* op = "Convolution";
+  const ConvolutionParams& p = conv_params(inv);
+  const NDArray &x = inv.inputs[0], &weight = inv.inputs[1], &bias = inv.inputs[2];
+  nd::check_floating(op, x);
+  nd::check_same_dtype(op, x, weight);
+  if (!p.no_bias) nd::check_same_dtype(op, x, bias);
+  const ConvGeometry g = checked_geometry(op, p, x);
+  const Shape expected = weight_shape(p, g.in_channels);
+  if (weight.shape() != expected) {
+    throw ShapeError(std::string(op) + ": weight " + nd::describe(weight) + " does not fit data " + nd::describe(x) +
+                     ", num_filter " + std::to_string(p.num_filter) + ", num_group " + std::to_string(p.num_group) +
+                     " and kernel " + window_tuple(p.window, p.window.kernel) + "; expected " + expected.tuple_str());
+  }
+  if (!p.no_bias && bias.shape() != Shape{p.num_filter}) {
+    throw ShapeError(std::string(op) + ": bias " + nd::describe(bias) + " does not fit num_filter " +
+                     std::to_string(p.num_filter) + "; expected " + Shape{p.num_filter}.tuple_str());
+  }
+  out = {{output_shape(g, p.num_filter), x.dtype()}};
+}
+
+// The backward ops take (dy, x, weight), as MXNet's _backward_Convolution; dx is shaped like x.
+void backward_data_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  out = {{inv.inputs[1].shape(), inv.inputs[1].dtype()}};
+}
+void backward_weight_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  out = {{inv.inputs[2].shape(), inv.inputs[2].dtype()}};
+}
+
+// --- kernels: one per op for every device (convolution_pass picks cuDNN or im2col) --------------
+
+void convolution_kernel(const ExecContext& ec, const Invocation& inv) {
+  const ConvolutionParams& p = conv_params(inv);
+  const NDArray &x = inv.inputs[0], &y = inv.outputs[0];
+  const ConvGeometry g = conv_geometry(p, x.shape(), x.dtype());
+  if (y.size() == 0) return;
+  convolution_pass(ec, ConvPass::forward, g, x.data(), inv.inputs[1].data(), y.data());
+  if (!p.no_bias) add_channel_bias(ec, g, y.data(), inv.inputs[2].data());
+}
+
+void backward_data_kernel(const ExecContext& ec, const Invocation& inv) {
+  const NDArray &dy = inv.inputs[0], &x = inv.inputs[1], &dx = inv.outputs[0];
+  if (dx.size() == 0) return;
+  const ConvGeometry g = conv_geometry(conv_params(inv), x.shape(), x.dtype());
+  convolution_pass(ec, ConvPass::backward_data, g, dy.data(), inv.inputs[2].data(), dx.data());
+}
+
+void backward_weight_kernel(const ExecContext& ec, const Invocation& inv) {
+  const NDArray &dy = inv.inputs[0], &x = inv.inputs[1], &dw = inv.outputs[0];
+  if (dw.size() == 0) return;
+  const ConvGeometry g = conv_geometry(conv_params(inv), x.shape(), x.dtype());
+  convolution_pass(ec, ConvPass::backward_filter, g, x.data(), dy.data(), dw.data());
+}
+
+// --- gradient and attributes ---------------------------------------------------------------------
+
+std::vector<std::pair<std::string, std::string>> convolution_attrs(const Params& params) {
+  const auto& p = params.as<ConvolutionParams>();
+  const Window& w = p.window;
+  return {{"kernel", window_tuple(w, w.kernel)},     {"stride", window_tuple(w, w.stride)},
+          {"dilate", window_tuple(w, w.dilation)},   {"pad", window_tuple(w, w.pad)},
+          {"num_filter", std::to_string(p.num_filter)}, {"num_group", std::to_string(p.num_group)},
+          {"no_bias", p.no_bias ? "True" : "False"}};
+}
+
+const OpDef& backward_data_op() {
+  static const OpDef def{"_backward_Convolution_data", &backward_data_infer, &backward_data_kernel,
+                         NDG_GPU_KERNEL(backward_data_kernel), nullptr, &convolution_attrs};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+const OpDef& backward_weight_op() {
+  static const OpDef def{"_backward_Convolution_weight", &backward_weight_infer, &backward_weight_kernel,
+                         NDG_GPU_KERNEL(backward_weight_kernel), nullptr, &convolution_attrs};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+// dx and dweight by their own passes (only those a variable needs); dbias sums dy over the batch
+// and the positions.
+Grads convolution_gradient(const Invocation& inv, const Grads& out_grads) {
+  const ConvolutionParams& p = conv_params(inv);
+  const NDArray &dy = out_grads[0], &x = inv.inputs[0], &weight = inv.inputs[1];
+  Grads grads(3);
+  if (p.data_grad) grads[0] = invoke1(backward_data_op(), {dy, x, weight}, p);
+  if (p.weight_grad) grads[1] = invoke1(backward_weight_op(), {dy, x, weight}, p);
+  if (!p.no_bias) grads[2] = nd::sum(nd::sum(dy.reshape({dy.shape()[0], p.num_filter, -1}), 2), 0);
+  return grads;
+}
+
+const OpDef& convolution_op() {
+  static const OpDef def{"Convolution", &convolution_infer, &convolution_kernel, NDG_GPU_KERNEL(convolution_kernel),
+                         &convolution_gradient, &convolution_attrs};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+[[maybe_unused]] const bool family_registered = (convolution_op(), backward_data_op(), backward_weight_op(), true);
+
+}  // namespace
+
+Window make_window(const char* op, const std::vector<std::int64_t>& kernel, const std::vector<std::int64_t>& stride,
+                   const std::vector<std::int64_t>& dilate, const std::vector<std::int64_t>& pad) {
+  const std::size_t n = kernel.size();
+  if (n < 1 || n > 3) {
+    throw ValueError(std::string(op) + ": kernel must have 1 to 3 extents (a 1-, 2- or 3-D window), got " +
+                     tuple_of(kernel));
+  }
+  Window w;
+  w.spatial = static_cast<int>(n);
+  const auto fill = [&](const char* name, const std::vector<std::int64_t>& v, std::int64_t least, Dims3& into) {
+    if (!v.empty() && v.size() != n) {
+      throw ValueError(std::string(op) + ": " + name + " " + tuple_of(v) + " must have as many extents as kernel " +
+                       tuple_of(kernel));
+    }
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (v[i] < least || v[i] > std::numeric_limits<std::int32_t>::max()) {
+        throw ValueError(std::string(op) + ": " + name + " " + tuple_of(v) + " must be " +
+                         (least == 0 ? "non-negative" : "positive") + " along every axis");
+      }
+      into[3 - n + i] = static_cast<std::int32_t>(v[i]);
+    }
+  };
+  fill("kernel", kernel, 1, w.kernel);
+  fill("stride", stride, 1, w.stride);
+  fill("dilate", dilate, 1, w.dilation);
+  fill("pad", pad, 0, w.pad);
+  return w;
+}
+
+std::string window_tuple(const Window& w, const Dims3& dims) {
+  std::string s = "(";
+  for (int d = 3 - w.spatial; d < 3; ++d) s += std::to_string(dims[d]) + (d < 2 ? ", " : "");
+  return s + (w.spatial == 1 ? ",)" : ")");
+}
+
+ConvGeometry window_geometry(const Window& window, const Shape& x, DType dtype, bool ceil_mode) {
+  ConvGeometry g;
+  g.window = window;
+  g.dtype = dtype;
+  g.batch = x[0];
+  g.in_channels = g.out_channels = g.groups = x[1];
+  for (int d = 3 - window.spatial; d < 3; ++d) {
+    const std::int64_t in = x[2 + d - (3 - window.spatial)];
+    const std::int64_t span = in + 2 * window.pad[d] - std::int64_t{window.dilation[d]} * (window.kernel[d] - 1) - 1;
+    std::int64_t steps = span < 0 ? -1 : ceil_mode ? (span + window.stride[d] - 1) / window.stride[d]
+                                                   : span / window.stride[d];
+    // Rounding up never starts a window in the right padding (Caffe's and PyTorch's rule), so that
+    // every window holds an input element.
+    if (ceil_mode && steps > 0 && steps * window.stride[d] >= in + window.pad[d]) --steps;
+    g.in[d] = static_cast<std::int32_t>(in);
+    g.out[d] = static_cast<std::int32_t>(steps + 1);
+  }
+  return g;
+}
+
+ConvGeometry conv_geometry(const ConvolutionParams& p, const Shape& x, DType dtype) {
+  ConvGeometry g = window_geometry(p.window, x, dtype);
+  g.out_channels = p.num_filter;
+  g.groups = p.num_group;
+  return g;
+}
+
+void im2col_convolution(const ExecContext& ec, ConvPass pass, const ConvGeometry& g, const void* a, const void* b,
+                        void* out) {
+  const std::size_t elt = dtype_size(g.dtype);
+  const std::int64_t channels = g.in_channels, filters = g.out_channels, ins = g.in_size(), outs = g.out_size();
+  const std::int64_t group_channels = channels / g.groups, group_filters = filters / g.groups;
+  const std::int64_t rows = group_channels * g.kernel_size();  // of a group's column matrix
+  const auto at = [elt](const void* base, std::int64_t offset) {
+    return static_cast<char*>(const_cast<void*>(base)) + offset * static_cast<std::int64_t>(elt);
+  };
+  if (g.batch == 0) {  // dw of no samples is zero; the other passes have nothing to write
+    if (pass == ConvPass::backward_filter) gemm(ec, g.dtype, {false, false, filters, rows, 0}, a, b, out);
+    return;
+  }
+  const bool pointwise = is_pointwise(g);
+  const Workspace scratch(ec, pointwise ? 0 : static_cast<std::size_t>(channels * g.kernel_size() * outs) * elt);
+  for (std::int64_t n = 0; n < g.batch; ++n) {
+    const void* x_n = at(a, n * channels * ins);  // forward, backward_filter
+    const void* dy_n = pass == ConvPass::backward_data   ? at(a, n * filters * outs)
+                       : pass == ConvPass::backward_filter ? at(b, n * filters * outs)
+                                                           : nullptr;
+    void* col = pointwise ? const_cast<void*>(x_n) : scratch.data();
+    if (pass != ConvPass::backward_data && !pointwise) im2col(ec, g, x_n, col);
+    if (pass == ConvPass::backward_data && pointwise) col = at(out, n * channels * ins);
+    for (std::int64_t group = 0; group < g.groups; ++group) {
+      void* col_g = at(col, group * rows * outs);
+      switch (pass) {
+        case ConvPass::forward:  // y (filters, outs) = w (filters, rows) · col (rows, outs)
+          gemm(ec, g.dtype, {false, false, group_filters, outs, rows}, at(b, group * group_filters * rows), col_g,
+               at(out, (n * filters + group * group_filters) * outs));
+          break;
+        case ConvPass::backward_data:  // col (rows, outs) = wᵀ · dy (filters, outs)
+          gemm(ec, g.dtype, {true, false, rows, outs, group_filters}, at(b, group * group_filters * rows),
+               at(dy_n, group * group_filters * outs), col_g);
+          break;
+        case ConvPass::backward_filter:  // dw (filters, rows) += dy (filters, outs) · colᵀ
+          gemm(ec, g.dtype, {false, true, group_filters, rows, outs, 1.0, n == 0 ? 0.0 : 1.0},
+               at(dy_n, group * group_filters * outs), col_g, at(out, group * group_filters * rows));
+          break;
+      }
+    }
+    if (pass == ConvPass::backward_data && !pointwise) col2im(ec, g, col, at(out, n * channels * ins));
+  }
+}
+
+}  // namespace mx::op
+
+namespace mx::nd {
+
+NDArray Convolution(const NDArray& data, const NDArray& weight, const NDArray& bias, const ConvolutionOptions& o) {
+  const char* op = "Convolution";
+  detail::check_not_none(op, data);
+  detail::check_not_none(op, weight);
+  if (!o.no_bias) detail::check_not_none(op, bias);
+  op::ConvolutionParams p;
+  p.window = op::make_window(op, o.kernel, o.stride, o.dilate, o.pad);
+  if (o.num_filter < 1) throw ValueError("Convolution: num_filter must be positive, got " + std::to_string(o.num_filter));
+  if (o.num_group < 1 || o.num_group > o.num_filter) {
+    throw ValueError("Convolution: num_group must be in [1, num_filter " + std::to_string(o.num_filter) + "], got " +
+                     std::to_string(o.num_group));
+  }
+  p.num_filter = o.num_filter;
+  p.num_group = static_cast<std::int32_t>(o.num_group);
+  p.no_bias = o.no_bias;
+  p.data_grad = data.autograd_node() != nullptr;
+  p.weight_grad = weight.autograd_node() != nullptr;
+  return op::invoke1(op::convolution_op(), {data, weight, o.no_bias ? NDArray() : bias}, p);
+}
+
+}  // namespace mx::nd

@@ -1,0 +1,260 @@
+#pragma once
+// The convolution family's attributes, shared element functions and device entry points:
+// Convolution and Pooling (1-, 2- and 3-D: NCW, NCHW, NCDHW) and BatchNorm. ndarray/ops/conv.cpp,
+// pool.cpp and batch_norm.cpp define the ops, their gradients and the CPU loops; cuda/ops/conv.cu,
+// pool.cu and batch_norm.cu the launches; cuda/cudnn_conv.cpp the cuDNN path of the convolution.
+// The element functions below are written once for the CPU loops and the CUDA kernels. Internal.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ndarray/host_device.hpp"
+#include "ndarray/ops/op.hpp"
+
+namespace mx::op {
+
+// Spatial extents are kept as 3-D: a 1-D op uses the last entry (W), a 2-D op the last two (H, W),
+// with extent 1, stride 1, pad 0 and dilation 1 in the unused leading entries. One loop then
+// serves every dimensionality.
+using Dims3 = std::array<std::int32_t, 3>;
+
+// An N-d window over the padded input, as Convolution and Pooling share it.
+struct Window {
+  int spatial = 2;  // 1, 2 or 3
+  Dims3 kernel{1, 1, 1}, stride{1, 1, 1}, pad{0, 0, 0}, dilation{1, 1, 1};
+};
+
+// A Window from MXNet's tuples (kernel, stride, dilate, pad: 1 to 3 entries each; stride, dilate
+// and pad may be empty for 1, 1, 0). mx::ValueError naming op for a kernel of another length, a
+// tuple whose length differs from the kernel's, kernel/stride/dilate < 1 or pad < 0.
+Window make_window(const char* op, const std::vector<std::int64_t>& kernel, const std::vector<std::int64_t>& stride,
+                   const std::vector<std::int64_t>& dilate, const std::vector<std::int64_t>& pad);
+// "(3, 3)", MXNet's tuple attribute, of the window's used entries of dims.
+std::string window_tuple(const Window& w, const Dims3& dims);
+
+struct ConvolutionParams {
+  Window window;
+  std::int64_t num_filter = 0;
+  std::int32_t num_group = 1;
+  bool no_bias = false;
+  // Whether data and weight lead to a variable (the recorded inputs are detached): backward skips
+  // what no variable needs.
+  bool data_grad = true, weight_grad = true;
+};
+
+// The sizes of one convolution or pooling, from its operands: x (batch, in_channels, in...),
+// weight (out_channels, in_channels / groups, kernel...), y (batch, out_channels, out...). Pooling
+// has out_channels = in_channels and one group per channel.
+struct ConvGeometry {
+  Window window;
+  std::int64_t batch = 0, in_channels = 0, out_channels = 0, groups = 1;
+  Dims3 in{1, 1, 1}, out{1, 1, 1};
+  DType dtype = DType::float32;
+
+  NDG_HD std::int64_t in_size() const { return std::int64_t{in[0]} * in[1] * in[2]; }
+  NDG_HD std::int64_t out_size() const { return std::int64_t{out[0]} * out[1] * out[2]; }
+  NDG_HD std::int64_t kernel_size() const {
+    return std::int64_t{window.kernel[0]} * window.kernel[1] * window.kernel[2];
+  }
+};
+
+// The geometry of x (batch, channels, in...) under window; out from the window (floor, or ceil
+// for Pooling's "full" convention). Extents can come out < 1: inference checks them.
+ConvGeometry window_geometry(const Window& window, const Shape& x, DType dtype, bool ceil_mode = false);
+// A Convolution's: window_geometry with out_channels = num_filter and groups = num_group.
+ConvGeometry conv_geometry(const ConvolutionParams& p, const Shape& x, DType dtype);
+
+// The three passes of a convolution: forward y = x ⊛ w; backward_data dx from dy and w;
+// backward_filter dw from x and dy.
+enum class ConvPass { forward, backward_data, backward_filter };
+
+// One pass on ec's device by im2col + GEMM (OpenBLAS or cuBLAS); out is overwritten.
+//   forward:          a = x,  b = w,  out = y
+//   backward_data:    a = dy, b = w,  out = dx
+//   backward_filter:  a = x,  b = dy, out = dw
+void im2col_convolution(const ExecContext& ec, ConvPass pass, const ConvGeometry& g, const void* a, const void* b,
+                        void* out);
+
+struct PoolingParams {
+  Window window;
+  bool max = true;               // pool_type "max", else "avg"
+  bool global_pool = false;
+  bool full_convention = false;  // pooling_convention "full" (ceil), else "valid" (floor)
+  bool count_include_pad = true;
+};
+
+// A Pooling's geometry over x: its window, or for global_pool one covering every position.
+ConvGeometry pool_geometry(const PoolingParams& p, const Shape& x, DType dtype);
+
+struct BatchNormParams {
+  double eps = 1e-3, momentum = 0.9;
+  int axis = 1;
+  bool fix_gamma = true;
+  bool use_global_stats = false;
+  // Batch statistics (and the running ones updated) or the running ones alone: decided by the front
+  // end when the op runs (autograd::is_training() and not use_global_stats), so a replay repeats it.
+  bool training = true;
+};
+
+// --- element functions shared by the CPU loops and the CUDA kernels ------------------------------
+
+NDG_HD void unravel3(std::int64_t i, const Dims3& extent, std::int64_t (&c)[3]) {
+  c[2] = i % extent[2];
+  i /= extent[2];
+  c[1] = i % extent[1];
+  c[0] = i / extent[1];
+}
+
+// Element i of the column matrix of one sample, (channels * kernel positions, out positions): the
+// input under kernel position r % K of output position i % out, or 0 in the padding.
+template <class T>
+NDG_HD T im2col_element(const ConvGeometry& g, const T* x, std::int64_t i) {
+  const std::int64_t outs = g.out_size(), taps = g.kernel_size();
+  const std::int64_t row = i / outs;
+  std::int64_t o[3], k[3];
+  unravel3(i % outs, g.out, o);
+  unravel3(row % taps, g.window.kernel, k);
+  std::int64_t offset = row / taps;  // the channel, then each coordinate
+  for (int d = 0; d < 3; ++d) {
+    const std::int64_t at = o[d] * g.window.stride[d] - g.window.pad[d] + k[d] * g.window.dilation[d];
+    if (at < 0 || at >= g.in[d]) return T(0);
+    offset = offset * g.in[d] + at;
+  }
+  return x[offset];
+}
+
+// Input element i of one sample (channels * in positions) summed from the column matrix: the
+// adjoint of im2col, as a gather (no atomics, deterministic).
+template <class T>
+NDG_HD T col2im_element(const ConvGeometry& g, const T* col, std::int64_t i) {
+  const Window& w = g.window;
+  const std::int64_t outs = g.out_size(), taps = g.kernel_size();
+  const std::int64_t channel = i / g.in_size();
+  std::int64_t at[3];
+  unravel3(i % g.in_size(), g.in, at);
+  T sum = T(0);
+  for (int k0 = 0; k0 < w.kernel[0]; ++k0) {
+    const std::int64_t t0 = at[0] + w.pad[0] - std::int64_t{k0} * w.dilation[0];
+    if (t0 < 0 || t0 % w.stride[0] != 0 || t0 / w.stride[0] >= g.out[0]) continue;
+    for (int k1 = 0; k1 < w.kernel[1]; ++k1) {
+      const std::int64_t t1 = at[1] + w.pad[1] - std::int64_t{k1} * w.dilation[1];
+      if (t1 < 0 || t1 % w.stride[1] != 0 || t1 / w.stride[1] >= g.out[1]) continue;
+      for (int k2 = 0; k2 < w.kernel[2]; ++k2) {
+        const std::int64_t t2 = at[2] + w.pad[2] - std::int64_t{k2} * w.dilation[2];
+        if (t2 < 0 || t2 % w.stride[2] != 0 || t2 / w.stride[2] >= g.out[2]) continue;
+        const std::int64_t tap = (std::int64_t{k0} * w.kernel[1] + k1) * w.kernel[2] + k2;
+        const std::int64_t pos = ((t0 / w.stride[0]) * g.out[1] + t1 / w.stride[1]) * g.out[2] + t2 / w.stride[2];
+        sum += col[(channel * taps + tap) * outs + pos];
+      }
+    }
+  }
+  return sum;
+}
+
+// One pooling window along dimension d for output coordinate o: [begin, end) over the input, and
+// the extent it has within the padded input (avg's divisor with count_include_pad).
+struct Span {
+  std::int64_t begin, end, padded;
+};
+NDG_HD Span pool_span(const ConvGeometry& g, int d, std::int64_t o) {
+  const std::int64_t start = o * g.window.stride[d] - g.window.pad[d];
+  const std::int64_t stop = start + g.window.kernel[d] < g.in[d] + g.window.pad[d] ? start + g.window.kernel[d]
+                                                                                  : g.in[d] + g.window.pad[d];
+  return {start > 0 ? start : 0, stop < g.in[d] ? stop : g.in[d], stop - start};
+}
+
+// avg's divisor for output position o: the window's elements inside the padded input
+// (count_include_pad, MXNet's and PyTorch's rule) or inside the input.
+NDG_HD std::int64_t pool_divisor(const ConvGeometry& g, bool include_pad, const std::int64_t (&o)[3]) {
+  std::int64_t n = 1;
+  for (int d = 0; d < 3; ++d) {
+    const Span s = pool_span(g, d, o[d]);
+    n *= include_pad ? s.padded : (s.end > s.begin ? s.end - s.begin : 0);
+  }
+  return n;
+}
+
+// Output element i of (batch * channels, out positions): the window's max (and, through argmax,
+// its position in the plane) or mean. Every window holds an input element: Pooling's pad is
+// smaller than its kernel, and "full" starts no window in the right padding.
+template <class T>
+NDG_HD T pool_element(const ConvGeometry& g, const PoolingParams& p, const T* x, std::int64_t i, std::int32_t* argmax) {
+  const std::int64_t plane = i / g.out_size();
+  std::int64_t o[3];
+  unravel3(i % g.out_size(), g.out, o);
+  const Span s0 = pool_span(g, 0, o[0]), s1 = pool_span(g, 1, o[1]), s2 = pool_span(g, 2, o[2]);
+  const T* in = x + plane * g.in_size();
+  T best = T(0), sum = T(0);
+  std::int64_t best_at = -1;
+  for (std::int64_t a = s0.begin; a < s0.end; ++a) {
+    for (std::int64_t b = s1.begin; b < s1.end; ++b) {
+      for (std::int64_t c = s2.begin; c < s2.end; ++c) {
+        const std::int64_t at = (a * g.in[1] + b) * g.in[2] + c;
+        const T v = in[at];
+        sum += v;
+        if (best_at < 0 || v > best || v != v) {  // NaN propagates, as in PyTorch
+          best = v;
+          best_at = at;
+        }
+      }
+    }
+  }
+  if (p.max) {
+    argmax[i] = static_cast<std::int32_t>(best_at);
+    return best;
+  }
+  const std::int64_t divisor = pool_divisor(g, p.count_include_pad, o);
+  return divisor > 0 ? sum / static_cast<T>(divisor) : T(0);
+}
+
+// The outputs along dimension d whose window holds input coordinate at: [first, last].
+NDG_HD void covering_outputs(const ConvGeometry& g, int d, std::int64_t at, std::int64_t& first, std::int64_t& last) {
+  const std::int64_t s = g.window.stride[d], from = at + g.window.pad[d] - g.window.kernel[d] + 1;
+  first = from <= 0 ? 0 : (from + s - 1) / s;
+  last = (at + g.window.pad[d]) / s;
+  if (last > g.out[d] - 1) last = g.out[d] - 1;
+}
+
+// Input element i's gradient, a gather over the windows that hold it: dy where it was the max, or
+// dy / divisor for avg.
+template <class T>
+NDG_HD T pool_backward_element(const ConvGeometry& g, const PoolingParams& p, const T* dy, const std::int32_t* argmax,
+                               std::int64_t i) {
+  const std::int64_t plane = i / g.in_size(), pos = i % g.in_size();
+  std::int64_t at[3], lo[3], hi[3];
+  unravel3(pos, g.in, at);
+  for (int d = 0; d < 3; ++d) covering_outputs(g, d, at[d], lo[d], hi[d]);
+  const std::int64_t base = plane * g.out_size();
+  T sum = T(0);
+  for (std::int64_t a = lo[0]; a <= hi[0]; ++a) {
+    for (std::int64_t b = lo[1]; b <= hi[1]; ++b) {
+      for (std::int64_t c = lo[2]; c <= hi[2]; ++c) {
+        const std::int64_t o = base + (a * g.out[1] + b) * g.out[2] + c;
+        if (p.max) {
+          if (argmax[o] == pos) sum += dy[o];
+        } else {
+          const std::int64_t oc[3] = {a, b, c};
+          sum += dy[o] / static_cast<T>(pool_divisor(g, p.count_include_pad, oc));
+        }
+      }
+    }
+  }
+  return sum;
+}
+
+namespace gpu {
+void im2col(const ExecContext& ec, const ConvGeometry& g, const void* x, void* col);
+void col2im(const ExecContext& ec, const ConvGeometry& g, const void* col, void* dx);
+// y (batch, channels, positions) += bias[channel].
+void add_channel_bias(const ExecContext& ec, const ConvGeometry& g, void* y, const void* bias);
+// One convolution pass through cuDNN (cuda/cudnn_conv.hpp); false, with nothing queued, in a build
+// without cuDNN or for a geometry it has no engine for.
+bool cudnn_pass(const ExecContext& ec, ConvPass pass, const ConvGeometry& g, const void* a, const void* b, void* out);
+void pooling(const ExecContext& ec, const Invocation& inv);
+void pooling_backward(const ExecContext& ec, const Invocation& inv);
+void batch_norm(const ExecContext& ec, const Invocation& inv);
+void batch_norm_backward(const ExecContext& ec, const Invocation& inv);
+}  // namespace gpu
+
+}  // namespace mx::op
