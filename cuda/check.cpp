@@ -34,6 +34,13 @@ void check(curandStatus_t status, const char* call) {
                     std::to_string(static_cast<int>(status)));
 }
 
+#ifdef NDG_HAVE_CUDNN
+void check(cudnnStatus_t status, const char* call) {
+  if (status == CUDNN_STATUS_SUCCESS) return;
+  throw DeviceError(std::string(call) + " failed" + device_suffix() + ": " + cudnnGetErrorString(status));
+}
+#endif
+
 void check_launch(const char* op) {
   const cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) {

@@ -1,8 +1,11 @@
 #pragma once
-// Turns CUDA, cuBLAS and cuRAND status codes into mx::DeviceError with the call and device named.
+// Turns CUDA, cuBLAS, cuRAND and cuDNN status codes into mx::DeviceError with the call and device named.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <curand.h>
+#ifdef NDG_HAVE_CUDNN
+#include <cudnn.h>
+#endif
 
 namespace mx::cuda {
 
@@ -10,6 +13,9 @@ namespace mx::cuda {
 void check(cudaError_t status, const char* call);
 void check(cublasStatus_t status, const char* call);
 void check(curandStatus_t status, const char* call);
+#ifdef NDG_HAVE_CUDNN
+void check(cudnnStatus_t status, const char* call);
+#endif
 
 // After a kernel launch: reports a bad launch configuration at once, naming the op.
 void check_launch(const char* op);
