@@ -6,7 +6,8 @@
 //      (and, forward in training, updates the running statistics);
 //   3. one elementwise pass applies them.
 // Forward sums x - shift and its square with shift = the channel's first element, which keeps the
-// variance exact for data far from zero; backward sums dy and dy · (x - mean).
+// variance exact for data far from zero; backward sums dy and dy · (x - mean). channel_sum (a
+// convolution's bias gradient) is passes 1 and 2 alone.
 #include <cmath>
 
 #include "cuda/launch.hpp"
@@ -86,6 +87,22 @@ struct GradSums {
   const T *dy, *x, *mean;
   __device__ Pair<T> operator()(std::int64_t i, std::int64_t c) const { return {dy[i], dy[i] * (x[i] - mean[c])}; }
 };
+
+template <class T>
+struct Values {
+  const T* x;
+  __device__ Pair<T> operator()(std::int64_t i, std::int64_t) const { return {x[i], T(0)}; }
+};
+
+// out[c] = the channel's partials added in double.
+template <class T>
+__global__ void finish_sums(const Pair<T>* partial, std::int64_t chunks, std::int64_t channels, T* out) {
+  for (std::int64_t c = global_thread(); c < channels; c += grid_stride()) {
+    double sum = 0;
+    for (std::int64_t k = 0; k < chunks; ++k) sum += partial[c * chunks + k].a;
+    out[c] = static_cast<T>(sum);
+  }
+}
 
 // Training: the batch's statistics from the partials; the running ones updated (variance with
 // Bessel's correction).
@@ -174,6 +191,21 @@ void launch_sums(const ExecContext& ec, const char* op, const ReduceShape& s, st
 }
 
 }  // namespace
+
+void channel_sum(const ExecContext& ec, const ReduceShape& s, DType dtype, const void* x, void* out) {
+  dispatch_floating(dtype, "channel_sum", [&](auto tag) {
+    using T = decltype(tag);
+    if (s.outer * s.inner == 0) {
+      NDG_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(s.length) * sizeof(T), cuda::stream_of(ec)));
+      return;
+    }
+    const std::int64_t chunks = chunks_for(ec, s);
+    const Workspace partial(ec, static_cast<std::size_t>(s.length * chunks) * sizeof(Pair<T>));
+    launch_sums(ec, "channel_sum", s, chunks, Values<T>{static_cast<const T*>(x)}, partial.as<Pair<T>>());
+    cuda::launch(ec, "channel_sum", s.length, &finish_sums<T>, partial.as<Pair<T>>(), chunks, s.length,
+                 static_cast<T*>(out));
+  });
+}
 
 void batch_norm(const ExecContext& ec, const Invocation& inv) {
   const auto& p = inv.params.as<BatchNormParams>();

@@ -1,6 +1,8 @@
 // GPU loops of the convolution: im2col and col2im for the im2col + cuBLAS path (a CUDA build
 // without cuDNN, or a geometry cuDNN has no engine for), the bias, and the hand-off to cuDNN
 // (ndarray/ops/conv.cpp has the op and picks the path).
+#include <algorithm>
+
 #include "cuda/launch.hpp"
 #include "ndarray/ops/conv_kernels.hpp"
 #ifdef NDG_HAVE_CUDNN
@@ -23,10 +25,18 @@ __global__ void col2im_elements(ConvGeometry g, const T* col, T* dx, std::int64_
   for (std::int64_t i = global_thread(); i < n; i += grid_stride()) dx[i] = col2im_element(g, col, i);
 }
 
-// y (rows = batch * channels, cols) += bias[row % channels].
+// y (rows = batch * channels, cols) += bias[row % channels]: rows along the grid's y, the row's
+// columns along x, so that no thread divides.
 template <class T>
-__global__ void channel_bias_elements(T* y, const T* bias, std::int64_t n, std::int64_t cols, std::int64_t channels) {
-  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) y[i] += bias[(i / cols) % channels];
+__global__ void channel_bias_rows(T* y, const T* bias, std::int64_t rows, std::int64_t cols, std::int64_t channels) {
+  for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const T b = bias[r % channels];
+    T* row = y + r * cols;
+    for (std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < cols;
+         c += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      row[c] += b;
+    }
+  }
 }
 
 }  // namespace
@@ -48,11 +58,14 @@ void col2im(const ExecContext& ec, const ConvGeometry& g, const void* col, void*
 }
 
 void add_channel_bias(const ExecContext& ec, const ConvGeometry& g, void* y, const void* bias) {
-  const std::int64_t n = g.batch * g.out_channels * g.out_size();
+  const std::int64_t rows = g.batch * g.out_channels, cols = g.out_size();
+  if (rows * cols == 0) return;
+  const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>((cols + cuda::kThreads - 1) / cuda::kThreads, 64)),
+                  static_cast<unsigned>(std::min<std::int64_t>(rows, 65535)));
   dispatch_floating(g.dtype, "Convolution", [&](auto tag) {
     using T = decltype(tag);
-    cuda::launch(ec, "Convolution", n, &channel_bias_elements<T>, static_cast<T*>(y), static_cast<const T*>(bias), n,
-                 g.out_size(), g.out_channels);
+    cuda::launch(cuda::stream_of(ec), "Convolution", grid, &channel_bias_rows<T>, static_cast<T*>(y),
+                 static_cast<const T*>(bias), rows, cols, g.out_channels);
   });
 }
 

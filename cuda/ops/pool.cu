@@ -10,15 +10,23 @@ namespace {
 using cuda::global_thread;
 using cuda::grid_stride;
 
-template <class T>
-__global__ void pool_elements(ConvGeometry g, PoolingParams p, const T* x, T* y, std::int32_t* argmax, std::int64_t n) {
-  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) y[i] = pool_element(g, p, x, i, argmax);
+// I: the index type, 32 bits whenever every index fits (fits_int32).
+template <class T, class I>
+__global__ void pool_elements(ConvGeometry g, PoolingParams p, const T* x, T* y, std::int32_t* argmax, I n) {
+  for (I i = global_thread(); i < n; i += grid_stride()) y[i] = pool_element(g, p, x, i, argmax);
 }
 
-template <class T>
+template <class T, class I>
 __global__ void pool_backward_elements(ConvGeometry g, PoolingParams p, const T* dy, const std::int32_t* argmax, T* dx,
-                                       std::int64_t n) {
-  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) dx[i] = pool_backward_element(g, p, dy, argmax, i);
+                                       I n) {
+  for (I i = global_thread(); i < n; i += grid_stride()) dx[i] = pool_backward_element(g, p, dy, argmax, i);
+}
+
+// fn(I{}) with the narrowest index type that holds every index of g.
+template <class Fn>
+void with_index_type(const ConvGeometry& g, Fn&& fn) {
+  if (fits_int32(g)) return fn(std::int32_t{});
+  return fn(std::int64_t{});
 }
 
 }  // namespace
@@ -30,8 +38,11 @@ void pooling(const ExecContext& ec, const Invocation& inv) {
   std::int32_t* argmax = p.max ? static_cast<std::int32_t*>(inv.outputs[1].data()) : nullptr;
   dispatch_floating(x.dtype(), "Pooling", [&](auto tag) {
     using T = decltype(tag);
-    cuda::launch(ec, "Pooling", y.size(), &pool_elements<T>, g, p, static_cast<const T*>(x.data()),
-                 static_cast<T*>(y.data()), argmax, y.size());
+    with_index_type(g, [&](auto index) {
+      using I = decltype(index);
+      cuda::launch(ec, "Pooling", y.size(), &pool_elements<T, I>, g, p, static_cast<const T*>(x.data()),
+                   static_cast<T*>(y.data()), argmax, static_cast<I>(y.size()));
+    });
   });
 }
 
@@ -42,8 +53,11 @@ void pooling_backward(const ExecContext& ec, const Invocation& inv) {
   const std::int32_t* argmax = p.max ? static_cast<const std::int32_t*>(inv.inputs[2].data()) : nullptr;
   dispatch_floating(x.dtype(), "Pooling", [&](auto tag) {
     using T = decltype(tag);
-    cuda::launch(ec, "Pooling", dx.size(), &pool_backward_elements<T>, g, p, static_cast<const T*>(dy.data()), argmax,
-                 static_cast<T*>(dx.data()), dx.size());
+    with_index_type(g, [&](auto index) {
+      using I = decltype(index);
+      cuda::launch(ec, "Pooling", dx.size(), &pool_backward_elements<T, I>, g, p, static_cast<const T*>(dy.data()),
+                   argmax, static_cast<T*>(dx.data()), static_cast<I>(dx.size()));
+    });
   });
 }
 

@@ -1,4 +1,4 @@
-// Convolution (1-, 2- and 3-D, groups, dilation) and its backward ops. Here: the front end,
+// Convolution (1-, 2- and 3-D, groups, dilation) and its backward ops (data, weight, bias). Here: the front end,
 // inference, gradient, the window helpers Pooling shares, and im2col + GEMM, the path of the CPU
 // and of a GPU without cuDNN. cuDNN's path is cuda/cudnn_conv.cpp, the GPU loops cuda/ops/conv.cu.
 #include <algorithm>
@@ -10,7 +10,6 @@
 #include "ndarray/ops/conv_kernels.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"
-#include "ndarray/reduce.hpp"
 
 namespace mx::op {
 namespace {
@@ -184,6 +183,40 @@ void backward_weight_kernel(const ExecContext& ec, const Invocation& inv) {
   convolution_pass(ec, ConvPass::backward_filter, g, x.data(), dy.data(), dw.data());
 }
 
+// _backward_Convolution_bias: dy (batch, filters, out...) summed per filter, in one pass over dy.
+void backward_bias_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  out = {{Shape{conv_params(inv).num_filter}, inv.inputs[0].dtype()}};
+}
+
+ReduceShape bias_shape(const Invocation& inv) {
+  const NDArray& dy = inv.inputs[0];
+  const std::int64_t filters = conv_params(inv).num_filter, batch = dy.shape()[0];
+  return {batch, filters, batch * filters == 0 ? 0 : dy.size() / (batch * filters)};
+}
+
+void backward_bias_cpu(const ExecContext&, const Invocation& inv) {
+  const ReduceShape s = bias_shape(inv);
+  dispatch_floating(inv.inputs[0].dtype(), "Convolution", [&](auto tag) {
+    using T = decltype(tag);
+    const T* dy = static_cast<const T*>(inv.inputs[0].data());
+    T* db = static_cast<T*>(inv.outputs[0].data());
+    parallel_for(s.length, [&](std::int64_t c) {
+      double sum = 0;
+      for (std::int64_t o = 0; o < s.outer; ++o) {
+        const T* row = dy + (o * s.length + c) * s.inner;
+        for (std::int64_t i = 0; i < s.inner; ++i) sum += row[i];
+      }
+      db[c] = static_cast<T>(sum);
+    }, inv.inputs[0].size());
+  });
+}
+
+#ifdef NDG_HAVE_CUDA
+void backward_bias_gpu(const ExecContext& ec, const Invocation& inv) {
+  gpu::channel_sum(ec, bias_shape(inv), inv.inputs[0].dtype(), inv.inputs[0].data(), inv.outputs[0].data());
+}
+#endif
+
 // --- gradient and attributes ---------------------------------------------------------------------
 
 std::vector<std::pair<std::string, std::string>> convolution_attrs(const Params& params) {
@@ -209,6 +242,13 @@ const OpDef& backward_weight_op() {
   return reg;
 }
 
+const OpDef& backward_bias_op() {
+  static const OpDef def{"_backward_Convolution_bias", &backward_bias_infer, &backward_bias_cpu,
+                         NDG_GPU_KERNEL(backward_bias_gpu), nullptr, &convolution_attrs};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
 // dx and dweight by their own passes (only those a variable needs); dbias sums dy over the batch
 // and the positions.
 Grads convolution_gradient(const Invocation& inv, const Grads& out_grads) {
@@ -217,7 +257,7 @@ Grads convolution_gradient(const Invocation& inv, const Grads& out_grads) {
   Grads grads(3);
   if (p.data_grad) grads[0] = invoke1(backward_data_op(), {dy, x, weight}, p);
   if (p.weight_grad) grads[1] = invoke1(backward_weight_op(), {dy, x, weight}, p);
-  if (!p.no_bias) grads[2] = nd::sum(nd::sum(dy.reshape({dy.shape()[0], p.num_filter, -1}), 2), 0);
+  if (!p.no_bias) grads[2] = invoke1(backward_bias_op(), {dy}, p);
   return grads;
 }
 
@@ -228,7 +268,8 @@ const OpDef& convolution_op() {
   return reg;
 }
 
-[[maybe_unused]] const bool family_registered = (convolution_op(), backward_data_op(), backward_weight_op(), true);
+[[maybe_unused]] const bool family_registered =
+    (convolution_op(), backward_data_op(), backward_weight_op(), backward_bias_op(), true);
 
 }  // namespace
 

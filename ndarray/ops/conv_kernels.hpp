@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ndarray/host_device.hpp"
+#include "ndarray/op_kinds.hpp"
 #include "ndarray/ops/op.hpp"
 
 namespace mx::op {
@@ -99,7 +100,10 @@ struct BatchNormParams {
 
 // --- element functions shared by the CPU loops and the CUDA kernels ------------------------------
 
-NDG_HD void unravel3(std::int64_t i, const Dims3& extent, std::int64_t (&c)[3]) {
+// i's coordinates in a 3-D extent. I is the index type: the GPU kernels use 32 bits where every
+// index fits, as 64-bit division costs several times more.
+template <class I>
+NDG_HD void unravel3(I i, const Dims3& extent, I (&c)[3]) {
   c[2] = i % extent[2];
   i /= extent[2];
   c[1] = i % extent[1];
@@ -154,23 +158,26 @@ NDG_HD T col2im_element(const ConvGeometry& g, const T* col, std::int64_t i) {
 
 // One pooling window along dimension d for output coordinate o: [begin, end) over the input, and
 // the extent it has within the padded input (avg's divisor with count_include_pad).
+template <class I>
 struct Span {
-  std::int64_t begin, end, padded;
+  I begin, end, padded;
 };
-NDG_HD Span pool_span(const ConvGeometry& g, int d, std::int64_t o) {
-  const std::int64_t start = o * g.window.stride[d] - g.window.pad[d];
-  const std::int64_t stop = start + g.window.kernel[d] < g.in[d] + g.window.pad[d] ? start + g.window.kernel[d]
-                                                                                  : g.in[d] + g.window.pad[d];
-  return {start > 0 ? start : 0, stop < g.in[d] ? stop : g.in[d], stop - start};
+template <class I>
+NDG_HD Span<I> pool_span(const ConvGeometry& g, int d, I o) {
+  const I start = o * g.window.stride[d] - g.window.pad[d];
+  const I limit = g.in[d] + g.window.pad[d];
+  const I stop = start + g.window.kernel[d] < limit ? start + g.window.kernel[d] : limit;
+  return {start > 0 ? start : I(0), stop < g.in[d] ? stop : I(g.in[d]), stop - start};
 }
 
 // avg's divisor for output position o: the window's elements inside the padded input
 // (count_include_pad, MXNet's and PyTorch's rule) or inside the input.
-NDG_HD std::int64_t pool_divisor(const ConvGeometry& g, bool include_pad, const std::int64_t (&o)[3]) {
-  std::int64_t n = 1;
+template <class I>
+NDG_HD I pool_divisor(const ConvGeometry& g, bool include_pad, const I (&o)[3]) {
+  I n = 1;
   for (int d = 0; d < 3; ++d) {
-    const Span s = pool_span(g, d, o[d]);
-    n *= include_pad ? s.padded : (s.end > s.begin ? s.end - s.begin : 0);
+    const Span<I> s = pool_span(g, d, o[d]);
+    n *= include_pad ? s.padded : s.end - s.begin;
   }
   return n;
 }
@@ -178,19 +185,20 @@ NDG_HD std::int64_t pool_divisor(const ConvGeometry& g, bool include_pad, const 
 // Output element i of (batch * channels, out positions): the window's max (and, through argmax,
 // its position in the plane) or mean. Every window holds an input element: Pooling's pad is
 // smaller than its kernel, and "full" starts no window in the right padding.
-template <class T>
-NDG_HD T pool_element(const ConvGeometry& g, const PoolingParams& p, const T* x, std::int64_t i, std::int32_t* argmax) {
-  const std::int64_t plane = i / g.out_size();
-  std::int64_t o[3];
-  unravel3(i % g.out_size(), g.out, o);
-  const Span s0 = pool_span(g, 0, o[0]), s1 = pool_span(g, 1, o[1]), s2 = pool_span(g, 2, o[2]);
-  const T* in = x + plane * g.in_size();
+template <class T, class I>
+NDG_HD T pool_element(const ConvGeometry& g, const PoolingParams& p, const T* x, I i, std::int32_t* argmax) {
+  const I outs = static_cast<I>(g.out_size()), ins = static_cast<I>(g.in_size());
+  const I plane = i / outs;
+  I o[3];
+  unravel3(i - plane * outs, g.out, o);
+  const Span<I> s0 = pool_span(g, 0, o[0]), s1 = pool_span(g, 1, o[1]), s2 = pool_span(g, 2, o[2]);
+  const T* in = x + static_cast<std::int64_t>(plane) * ins;
   T best = T(0), sum = T(0);
-  std::int64_t best_at = -1;
-  for (std::int64_t a = s0.begin; a < s0.end; ++a) {
-    for (std::int64_t b = s1.begin; b < s1.end; ++b) {
-      for (std::int64_t c = s2.begin; c < s2.end; ++c) {
-        const std::int64_t at = (a * g.in[1] + b) * g.in[2] + c;
+  I best_at = -1;
+  for (I a = s0.begin; a < s0.end; ++a) {
+    for (I b = s1.begin; b < s1.end; ++b) {
+      for (I c = s2.begin; c < s2.end; ++c) {
+        const I at = (a * g.in[1] + b) * g.in[2] + c;
         const T v = in[at];
         sum += v;
         if (best_at < 0 || v > best || v != v) {  // NaN propagates, as in PyTorch
@@ -204,43 +212,50 @@ NDG_HD T pool_element(const ConvGeometry& g, const PoolingParams& p, const T* x,
     argmax[i] = static_cast<std::int32_t>(best_at);
     return best;
   }
-  const std::int64_t divisor = pool_divisor(g, p.count_include_pad, o);
-  return divisor > 0 ? sum / static_cast<T>(divisor) : T(0);
+  return sum / static_cast<T>(pool_divisor(g, p.count_include_pad, o));
 }
 
 // The outputs along dimension d whose window holds input coordinate at: [first, last].
-NDG_HD void covering_outputs(const ConvGeometry& g, int d, std::int64_t at, std::int64_t& first, std::int64_t& last) {
-  const std::int64_t s = g.window.stride[d], from = at + g.window.pad[d] - g.window.kernel[d] + 1;
-  first = from <= 0 ? 0 : (from + s - 1) / s;
+template <class I>
+NDG_HD void covering_outputs(const ConvGeometry& g, int d, I at, I& first, I& last) {
+  const I s = g.window.stride[d], from = at + g.window.pad[d] - g.window.kernel[d] + 1;
+  first = from <= 0 ? I(0) : (from + s - 1) / s;
   last = (at + g.window.pad[d]) / s;
   if (last > g.out[d] - 1) last = g.out[d] - 1;
 }
 
 // Input element i's gradient, a gather over the windows that hold it: dy where it was the max, or
 // dy / divisor for avg.
-template <class T>
+template <class T, class I>
 NDG_HD T pool_backward_element(const ConvGeometry& g, const PoolingParams& p, const T* dy, const std::int32_t* argmax,
-                               std::int64_t i) {
-  const std::int64_t plane = i / g.in_size(), pos = i % g.in_size();
-  std::int64_t at[3], lo[3], hi[3];
+                               I i) {
+  const I outs = static_cast<I>(g.out_size()), ins = static_cast<I>(g.in_size());
+  const I plane = i / ins, pos = i - plane * ins;
+  I at[3], lo[3], hi[3];
   unravel3(pos, g.in, at);
   for (int d = 0; d < 3; ++d) covering_outputs(g, d, at[d], lo[d], hi[d]);
-  const std::int64_t base = plane * g.out_size();
+  const I base = plane * outs;
   T sum = T(0);
-  for (std::int64_t a = lo[0]; a <= hi[0]; ++a) {
-    for (std::int64_t b = lo[1]; b <= hi[1]; ++b) {
-      for (std::int64_t c = lo[2]; c <= hi[2]; ++c) {
-        const std::int64_t o = base + (a * g.out[1] + b) * g.out[2] + c;
+  for (I a = lo[0]; a <= hi[0]; ++a) {
+    for (I b = lo[1]; b <= hi[1]; ++b) {
+      for (I c = lo[2]; c <= hi[2]; ++c) {
+        const I o = base + (a * g.out[1] + b) * g.out[2] + c;
         if (p.max) {
           if (argmax[o] == pos) sum += dy[o];
         } else {
-          const std::int64_t oc[3] = {a, b, c};
+          const I oc[3] = {a, b, c};
           sum += dy[o] / static_cast<T>(pool_divisor(g, p.count_include_pad, oc));
         }
       }
     }
   }
   return sum;
+}
+
+// Whether every index of a pooling over x (and its output) fits in 32 bits.
+inline bool fits_int32(const ConvGeometry& g) {
+  const std::int64_t limit = std::int64_t{1} << 31;
+  return g.batch * g.in_channels * g.in_size() < limit && g.batch * g.in_channels * g.out_size() < limit;
 }
 
 namespace gpu {
@@ -251,6 +266,8 @@ void add_channel_bias(const ExecContext& ec, const ConvGeometry& g, void* y, con
 // One convolution pass through cuDNN (cuda/cudnn_conv.hpp); false, with nothing queued, in a build
 // without cuDNN or for a geometry it has no engine for.
 bool cudnn_pass(const ExecContext& ec, ConvPass pass, const ConvGeometry& g, const void* a, const void* b, void* out);
+// out (channels,) = x (outer, channels, inner) summed over outer and inner.
+void channel_sum(const ExecContext& ec, const ReduceShape& s, DType dtype, const void* x, void* out);
 void pooling(const ExecContext& ec, const Invocation& inv);
 void pooling_backward(const ExecContext& ec, const Invocation& inv);
 void batch_norm(const ExecContext& ec, const Invocation& inv);
