@@ -46,6 +46,9 @@ struct ConvolutionOptions {
   std::int64_t num_filter = 0;
   std::int64_t num_group = 1;  // channels split into groups (num_group = channels: depthwise)
   bool no_bias = false;
+  // An ndgluon extension, as FullyConnected's: "" (none), "relu", "sigmoid", "tanh" or "softrelu",
+  // applied with the bias in one pass after the convolution.
+  std::string act_type = "";
 };
 
 // Cross-correlation of data (batch, channels, spatial...) with weight (num_filter, channels /

@@ -5,6 +5,7 @@
 
 #include "cuda/launch.hpp"
 #include "ndarray/ops/conv_kernels.hpp"
+#include "ndarray/ops/nn_kernels.hpp"
 #ifdef NDG_HAVE_CUDNN
 #include "cuda/cudnn_conv.hpp"
 #endif
@@ -25,16 +26,17 @@ __global__ void col2im_elements(ConvGeometry g, const T* col, T* dx, std::int64_
   for (std::int64_t i = global_thread(); i < n; i += grid_stride()) dx[i] = col2im_element(g, col, i);
 }
 
-// y (rows = batch * channels, cols) += bias[row % channels]: rows along the grid's y, the row's
-// columns along x, so that no thread divides.
-template <class T>
-__global__ void channel_bias_rows(T* y, const T* bias, std::int64_t rows, std::int64_t cols, std::int64_t channels) {
+// y (rows = batch * channels, cols) = act(y + bias[row % channels]) (bias may be null): rows along
+// the grid's y, the row's columns along x, so that no thread divides.
+template <class T, class Act>
+__global__ void bias_activation_rows(T* y, const T* bias, std::int64_t rows, std::int64_t cols, std::int64_t channels,
+                                     Act act) {
   for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-    const T b = bias[r % channels];
+    const T b = bias ? bias[r % channels] : T(0);
     T* row = y + r * cols;
     for (std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < cols;
          c += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-      row[c] += b;
+      row[c] = act(static_cast<T>(row[c] + b));
     }
   }
 }
@@ -57,15 +59,18 @@ void col2im(const ExecContext& ec, const ConvGeometry& g, const void* col, void*
   });
 }
 
-void add_channel_bias(const ExecContext& ec, const ConvGeometry& g, void* y, const void* bias) {
+void bias_activation(const ExecContext& ec, const ConvGeometry& g, void* y, const void* bias,
+                     std::optional<UnaryOp> act) {
   const std::int64_t rows = g.batch * g.out_channels, cols = g.out_size();
   if (rows * cols == 0) return;
   const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>((cols + cuda::kThreads - 1) / cuda::kThreads, 64)),
                   static_cast<unsigned>(std::min<std::int64_t>(rows, 65535)));
   dispatch_floating(g.dtype, "Convolution", [&](auto tag) {
     using T = decltype(tag);
-    cuda::launch(cuda::stream_of(ec), "Convolution", grid, &channel_bias_rows<T>, static_cast<T*>(y),
-                 static_cast<const T*>(bias), rows, cols, g.out_channels);
+    with_activation(act, [&](auto f) {
+      cuda::launch(cuda::stream_of(ec), "Convolution", grid, &bias_activation_rows<T, decltype(f)>, static_cast<T*>(y),
+                   static_cast<const T*>(bias), rows, cols, g.out_channels, f);
+    });
   });
 }
 

@@ -2,7 +2,6 @@
 
 #include "gluon/nn/activation.hpp"
 #include "ndarray/describe.hpp"
-#include "ndarray/elementwise.hpp"
 #include "ndarray/nn.hpp"
 
 namespace mx::gluon::nn {
@@ -105,9 +104,10 @@ nd::NDArray Conv::forward(const nd::NDArray& x) {
   }
   const nd::NDArray wx = w.data(x.context());
   const nd::NDArray b = use_bias_ ? bias().data(x.context()) : nd::NDArray();
+  // The activation is fused into the op's bias pass.
   return as_layer(layer_, [&] {
-    const nd::NDArray y = nd::Convolution(x, wx, b, {kernel_, strides_, dilation_, padding_, channels_, groups_, !use_bias_});
-    return activation_ ? nd::unary(*activation_, y) : y;
+    return nd::Convolution(x, wx, b, {kernel_, strides_, dilation_, padding_, channels_, groups_, !use_bias_,
+                                      activation_ ? op_name(*activation_) : ""});
   });
 }
 

@@ -8,7 +8,9 @@
 #include "ndarray/checks.hpp"
 #include "ndarray/nn.hpp"
 #include "ndarray/ops/conv_kernels.hpp"
+#include "ndarray/ops/elementwise_kernels.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
+#include "ndarray/ops/nn_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"
 
 namespace mx::op {
@@ -67,20 +69,23 @@ void convolution_pass(const ExecContext& ec, ConvPass pass, const ConvGeometry& 
   im2col_convolution(ec, pass, g, a, b, out);
 }
 
-void add_channel_bias([[maybe_unused]] const ExecContext& ec, const ConvGeometry& g, void* y, const void* bias) {
+void bias_activation([[maybe_unused]] const ExecContext& ec, const ConvGeometry& g, void* y, const void* bias,
+                     std::optional<UnaryOp> act) {
 #ifdef NDG_HAVE_CUDA
-  if (ec.ctx.is_gpu()) return gpu::add_channel_bias(ec, g, y, bias);
+  if (ec.ctx.is_gpu()) return gpu::bias_activation(ec, g, y, bias, act);
 #endif
   dispatch_floating(g.dtype, "Convolution", [&](auto tag) {
     using T = decltype(tag);
     T* out = static_cast<T*>(y);
     const T* b = static_cast<const T*>(bias);
     const std::int64_t rows = g.batch * g.out_channels, cols = g.out_size();
-    parallel_for(rows, [&](std::int64_t r) {
-      const T v = b[r % g.out_channels];
-      T* row = out + r * cols;
-      for (std::int64_t c = 0; c < cols; ++c) row[c] += v;
-    }, rows * cols);
+    with_activation(act, [&](auto f) {
+      parallel_for(rows, [&](std::int64_t r) {
+        const T v = b ? b[r % g.out_channels] : T(0);
+        T* row = out + r * cols;
+        for (std::int64_t c = 0; c < cols; ++c) row[c] = f(static_cast<T>(row[c] + v));
+      }, rows * cols);
+    });
   });
 }
 
@@ -166,7 +171,7 @@ void convolution_kernel(const ExecContext& ec, const Invocation& inv) {
   const ConvGeometry g = conv_geometry(p, x.shape(), x.dtype());
   if (y.size() == 0) return;
   convolution_pass(ec, ConvPass::forward, g, x.data(), inv.inputs[1].data(), y.data());
-  if (!p.no_bias) add_channel_bias(ec, g, y.data(), inv.inputs[2].data());
+  if (!p.no_bias || p.act) bias_activation(ec, g, y.data(), p.no_bias ? nullptr : inv.inputs[2].data(), p.act);
 }
 
 void backward_data_kernel(const ExecContext& ec, const Invocation& inv) {
@@ -222,10 +227,12 @@ void backward_bias_gpu(const ExecContext& ec, const Invocation& inv) {
 std::vector<std::pair<std::string, std::string>> convolution_attrs(const Params& params) {
   const auto& p = params.as<ConvolutionParams>();
   const Window& w = p.window;
-  return {{"kernel", window_tuple(w, w.kernel)},     {"stride", window_tuple(w, w.stride)},
+  std::vector<std::pair<std::string, std::string>> attrs{{"kernel", window_tuple(w, w.kernel)},     {"stride", window_tuple(w, w.stride)},
           {"dilate", window_tuple(w, w.dilation)},   {"pad", window_tuple(w, w.pad)},
           {"num_filter", std::to_string(p.num_filter)}, {"num_group", std::to_string(p.num_group)},
           {"no_bias", p.no_bias ? "True" : "False"}};
+  if (p.act) attrs.emplace_back("act_type", op_name(*p.act));  // an ndgluon extension
+  return attrs;
 }
 
 const OpDef& backward_data_op() {
@@ -253,7 +260,9 @@ const OpDef& backward_bias_op() {
 // and the positions.
 Grads convolution_gradient(const Invocation& inv, const Grads& out_grads) {
   const ConvolutionParams& p = conv_params(inv);
-  const NDArray &dy = out_grads[0], &x = inv.inputs[0], &weight = inv.inputs[1];
+  const NDArray &x = inv.inputs[0], &weight = inv.inputs[1], &y = inv.outputs[0];
+  // Through the fused activation first: its derivative is written from y.
+  const NDArray dy = p.act ? invoke1(unary_backward_op(*p.act), {out_grads[0], y, y}) : out_grads[0];
   Grads grads(3);
   if (p.data_grad) grads[0] = invoke1(backward_data_op(), {dy, x, weight}, p);
   if (p.weight_grad) grads[1] = invoke1(backward_weight_op(), {dy, x, weight}, p);
@@ -398,6 +407,7 @@ NDArray Convolution(const NDArray& data, const NDArray& weight, const NDArray& b
   p.num_filter = o.num_filter;
   p.num_group = static_cast<std::int32_t>(o.num_group);
   p.no_bias = o.no_bias;
+  p.act = activation_type(o.act_type, op);
   p.data_grad = data.autograd_node() != nullptr;
   p.weight_grad = weight.autograd_node() != nullptr;
   return op::invoke1(op::convolution_op(), {data, weight, o.no_bias ? NDArray() : bias}, p);

@@ -6,6 +6,7 @@
 // The element functions below are written once for the CPU loops and the CUDA kernels. Internal.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@ struct ConvolutionParams {
   std::int64_t num_filter = 0;
   std::int32_t num_group = 1;
   bool no_bias = false;
+  std::optional<UnaryOp> act;  // fused after the bias, as FullyConnected's; none: identity
   // Whether data and weight lead to a variable (the recorded inputs are detached): backward skips
   // what no variable needs.
   bool data_grad = true, weight_grad = true;
@@ -261,8 +263,8 @@ inline bool fits_int32(const ConvGeometry& g) {
 namespace gpu {
 void im2col(const ExecContext& ec, const ConvGeometry& g, const void* x, void* col);
 void col2im(const ExecContext& ec, const ConvGeometry& g, const void* col, void* dx);
-// y (batch, channels, positions) += bias[channel].
-void add_channel_bias(const ExecContext& ec, const ConvGeometry& g, void* y, const void* bias);
+// y (batch, channels, positions) = act(y + bias[channel]); bias may be null, act none.
+void bias_activation(const ExecContext& ec, const ConvGeometry& g, void* y, const void* bias, std::optional<UnaryOp> act);
 // One convolution pass through cuDNN (cuda/cudnn_conv.hpp); false, with nothing queued, in a build
 // without cuDNN or for a geometry it has no engine for.
 bool cudnn_pass(const ExecContext& ec, ConvPass pass, const ConvGeometry& g, const void* a, const void* b, void* out);

@@ -223,6 +223,36 @@ BOOST_AUTO_TEST_CASE(gradients_match_finite_differences) {
   }
 }
 
+// act_type (an ndgluon extension) equals the activation applied afterwards, forward and backward.
+BOOST_AUTO_TEST_CASE(fused_activation_matches_the_activation_afterwards) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    for (const bool bias : {true, false}) {
+      BOOST_TEST_CONTEXT((bias ? "with bias" : "no bias")) {
+        nd::NDArray x = nd::random::uniform(-1, 1, {2, 3, 6, 5}, ctx), w = nd::random::uniform(-1, 1, {4, 3, 3, 3}, ctx);
+        const nd::NDArray b = nd::random::uniform(-1, 1, {4}, ctx), r = nd::random::uniform(-1, 1, {2, 4, 4, 3}, ctx);
+        x.attach_grad();
+        nd::NDArray fused, plain;
+        {
+          auto scope = ag::record();
+          fused = nd::Convolution(x, w, b, {.kernel = {3, 3}, .num_filter = 4, .no_bias = !bias, .act_type = "tanh"});
+          (fused * r).sum().backward();
+        }
+        const std::vector<double> fused_grad = x.grad().asvector<double>();
+        {
+          auto scope = ag::record();
+          plain = nd::tanh(nd::Convolution(x, w, b, {.kernel = {3, 3}, .num_filter = 4, .no_bias = !bias}));
+          (plain * r).sum().backward();
+        }
+        check_close(fused, plain.asvector<double>(), 1e-5, 1e-6);
+        check_close(x.grad(), fused_grad, 1e-5, 1e-6);
+      }
+    }
+    NDG_CHECK_THROWS_WITH(nd::Convolution(nd::ones({1, 1, 3, 3}, ctx), nd::ones({1, 1, 1, 1}, ctx), {},
+                                          {.kernel = {1, 1}, .num_filter = 1, .no_bias = true, .act_type = "gelu"}),
+                          mx::ValueError, "Convolution", "gelu");
+  });
+}
+
 BOOST_AUTO_TEST_CASE(bad_attributes_and_shapes_are_typed_errors) {
   ndg_test::for_each_context([](mx::Context ctx) {
     const nd::NDArray x = nd::ones({2, 4, 5, 5}, ctx), w = nd::ones({6, 4, 3, 3}, ctx), b = nd::zeros({6}, ctx);
