@@ -1,5 +1,5 @@
-"""PyTorch on the cases of bench/ndarray_bench.cu (no argument) or bench/gluon_bench.cu ('gluon'),
-on the same GPU: prints 'case seconds-per-op'."""
+"""PyTorch on the cases of bench/ndarray_bench.cu (no argument), bench/gluon_bench.cu ('gluon') or
+bench/conv_bench.cu ('conv'), on the same GPU: prints 'case seconds-per-op'."""
 import statistics
 import sys
 import time
@@ -81,6 +81,75 @@ def training_epoch(dev):
     return median_seconds(epoch, 1, 3)
 
 
+def lenet(batch_norm):
+    """D2L 7.6's LeNet, or with batch_norm D2L 8.5's BN-LeNet (concise), for (batch, 1, 28, 28) input."""
+    nn = torch.nn
+    if batch_norm:
+        return nn.Sequential(
+            nn.Conv2d(1, 6, 5), nn.BatchNorm2d(6), nn.Sigmoid(), nn.AvgPool2d(2, 2),
+            nn.Conv2d(6, 16, 5), nn.BatchNorm2d(16), nn.Sigmoid(), nn.AvgPool2d(2, 2), nn.Flatten(),
+            nn.Linear(16 * 4 * 4, 120), nn.BatchNorm1d(120), nn.Sigmoid(),
+            nn.Linear(120, 84), nn.BatchNorm1d(84), nn.Sigmoid(),
+            nn.Linear(84, 10))
+    return nn.Sequential(
+        nn.Conv2d(1, 6, 5, padding=2), nn.Sigmoid(), nn.AvgPool2d(2, 2),
+        nn.Conv2d(6, 16, 5), nn.Sigmoid(), nn.AvgPool2d(2, 2), nn.Flatten(),
+        nn.Linear(16 * 5 * 5, 120), nn.Sigmoid(),
+        nn.Linear(120, 84), nn.Sigmoid(),
+        nn.Linear(84, 10))
+
+
+def lenet_epoch(dev, batch_norm):
+    """Seconds per epoch of 60000 random samples already on the GPU, batch 256: forward, softmax
+    cross-entropy, backward and the SGD update (Xavier weights as D2L's train_ch6; lr 0.9 / 1.0)."""
+    n, batch = 60000, 256
+    images = torch.rand(n, 1, 28, 28, device=dev)
+    labels = torch.randint(0, 10, (n,), device=dev)
+    net = lenet(batch_norm).to(dev)
+    for m in net.modules():
+        if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)):
+            torch.nn.init.xavier_uniform_(m.weight)
+            torch.nn.init.zeros_(m.bias)
+    net.train()
+    opt = torch.optim.SGD(net.parameters(), lr=1.0 if batch_norm else 0.9)
+    loss = torch.nn.CrossEntropyLoss()
+
+    def epoch():
+        for start in range(0, n, batch):
+            opt.zero_grad(set_to_none=True)
+            loss(net(images[start:start + batch]), labels[start:start + batch]).backward()
+            opt.step()
+    return median_seconds(epoch, 1, 3)
+
+
+def conv():
+    """Convolution, batch norm and pooling forward+backward on (64, 64, 56, 56), and LeNet epochs."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    dev = torch.device("cuda:0")
+    x = torch.rand(64, 64, 56, 56, device=dev, requires_grad=True)
+
+    def fwd_bwd(layer, out_shape):
+        g = torch.rand(out_shape, device=dev)
+
+        def step():
+            layer.zero_grad(set_to_none=True)
+            x.grad = None
+            layer(x).backward(g)
+        return step
+
+    conv2d = torch.nn.Conv2d(64, 64, 3, padding=1, bias=True).to(dev)
+    print("conv2d_fwd_bwd", median_seconds(fwd_bwd(conv2d, (64, 64, 56, 56)), 20))
+    batch_norm = torch.nn.BatchNorm2d(64).to(dev).train()
+    print("batchnorm_fwd_bwd", median_seconds(fwd_bwd(batch_norm, (64, 64, 56, 56)), 50))
+    max_pool = torch.nn.MaxPool2d(2, 2)
+    print("maxpool_fwd_bwd", median_seconds(fwd_bwd(max_pool, (64, 64, 28, 28)), 50))
+    del x
+    print("lenet_epoch", lenet_epoch(dev, batch_norm=False))
+    print("bn_lenet_epoch", lenet_epoch(dev, batch_norm=True))
+
+
 def gluon():
     torch.backends.cuda.matmul.allow_tf32 = False
     dev = torch.device("cuda:0")
@@ -104,4 +173,4 @@ def gluon():
 
 
 if __name__ == "__main__":
-    gluon() if sys.argv[1:] == ["gluon"] else main()
+    {"gluon": gluon, "conv": conv}.get(sys.argv[1] if len(sys.argv) == 2 else "", main)()

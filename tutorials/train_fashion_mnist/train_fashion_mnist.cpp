@@ -11,289 +11,33 @@
 // trainer.step sums the gradients across them (NCCL) before the identical update on every copy.
 //
 // Per epoch it prints the loss, train accuracy, test accuracy and time, writes the curves to CSV
-// and, when gnuplot is installed, draws them into a PNG next to the CSV.
-#include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <memory>
-#include <optional>
-#include <string>
+// and, when gnuplot is installed, draws them into a PNG next to the CSV. The training loop is
+// tutorials/training.hpp, shared with tutorials/lenet.
 #include <vector>
 
-#include <gluon/data.hpp>
-#include <gluon/loss.hpp>
-#include <gluon/metric.hpp>
 #include <gluon/nn.hpp>
-#include <gluon/trainer.hpp>
-#include <gluon/utils.hpp>
 
-#include "tutorials/cli.hpp"
+#include "tutorials/training.hpp"
 
-namespace nd = mx::nd;
 namespace nn = mx::gluon::nn;
-namespace gdata = mx::gluon::data;
-
-namespace {
-
-struct Options {
-  std::vector<mx::Context> ctxs;  // from --ctx or --gpus; every GPU (cpu(0) when there is none) by default
-  std::string model = "both";
-  int epochs = 10;
-  std::optional<double> lr;  // the model's own when not given: 0.1 for softmax regression, 0.5 for the MLP
-  std::int64_t batch_size = 256;
-  std::int64_t subset = -1;  // the whole data set
-  std::string csv = "train_fashion_mnist.csv";
-  std::string data_dir;  // FashionMNIST::default_root()
-};
-
-// "no GPU is visible", "1 GPU is visible", "2 GPUs are visible".
-std::string visible_gpus() {
-  const int n = mx::num_gpus();
-  return n == 0 ? "no GPU is visible" : n == 1 ? "1 GPU is visible" : std::to_string(n) + " GPUs are visible";
-}
-
-// "cpu", "gpu" (gpu(0)) or "gpu:N"; nothing for anything else.
-std::optional<mx::Context> context_named(const std::string& text) {
-  if (text == "cpu") return mx::cpu();
-  if (text == "gpu") return mx::gpu(0);
-  if (text.rfind("gpu:", 0) != 0 || text.size() == 4 || text.size() > 8 ||
-      text.find_first_not_of("0123456789", 4) != std::string::npos) {
-    return std::nullopt;
-  }
-  return mx::gpu(std::stoi(text.substr(4)));
-}
-
-// --ctx: a context that exists on this machine.
-CLI::Validator existing_context() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        const std::optional<mx::Context> ctx = context_named(value);
-        if (!ctx) return value + " is not cpu, gpu or gpu:N";
-        if (ctx->is_gpu() && ctx->device_id() >= mx::num_gpus()) {
-          return value + ": there is no " + ctx->str() + ", " + visible_gpus();
-        }
-        return "";
-      },
-      "", "existing_context");
-}
-
-// --gpus: from 1 to the number of GPUs visible.
-CLI::Validator gpu_count() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        if (std::string bad = cli::integer(1)(value); !bad.empty()) return bad;
-        if (std::stoll(value) > mx::num_gpus()) {
-          return value + (value == "1" ? " GPU" : " GPUs") + " asked for, but " + visible_gpus();
-        }
-        return "";
-      },
-      "", "gpu_count");
-}
-
-// Parses the command line into `o`; returns the code to exit with when the program should not go on.
-std::optional<int> parse(int argc, char** argv, Options& o) {
-  CLI::App app{"D2L chapters 3-4: softmax regression and an MLP (784-256-10, ReLU) trained with SGD on "
-               "Fashion-MNIST, on every GPU (data-parallel) or on cpu(0)."};
-  std::string ctx;
-  int gpus = 0;
-  double lr = 0;
-  CLI::Option* ctx_option = app.add_option("--ctx", ctx, "train on this one context: cpu, gpu (that is gpu:0) or gpu:N")
-                                ->type_name("CTX")
-                                ->default_str("every GPU, else cpu")
-                                ->check(existing_context());
-  app.add_option("--gpus", gpus, "train data-parallel on gpu:0 .. gpu:N-1")
-      ->default_str("every GPU, else cpu")
-      ->check(gpu_count())
-      ->excludes(ctx_option);
-  app.add_option("--model", o.model, "the model(s) to train")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"softmax", "mlp", "both"}));
-  app.add_option("--epochs", o.epochs, "epochs per model")
-      ->capture_default_str()
-      ->check(cli::integer(1, 1'000'000))
-      ->envname("NDG_TRAIN_EPOCHS");
-  CLI::Option* lr_option = app.add_option("--lr", lr, "SGD learning rate")
-                               ->default_str("0.1 for softmax regression, 0.5 for the MLP")
-                               ->check(cli::positive_number());
-  app.add_option("--batch-size", o.batch_size, "samples per batch (split over the GPUs)")
-      ->capture_default_str()
-      ->check(cli::integer(1));
-  app.add_option("--subset", o.subset, "use only the first N samples of each split")
-      ->default_str("all")
-      ->check(cli::integer(1));
-  app.add_option("--csv", o.csv, "where to write the curves; a PNG of them goes next to it")
-      ->type_name("FILE")
-      ->capture_default_str()
-      ->check(cli::file_to_write());
-  const char* root_variable = std::getenv("FASHION_MNIST_DIR");
-  const std::string default_root = gdata::FashionMNIST::default_root();
-  const std::string where = root_variable && *root_variable ? "$FASHION_MNIST_DIR, now " + default_root
-                                                            : default_root + ", or $FASHION_MNIST_DIR when set";
-  app.add_option("--data", o.data_dir, "the folder of the four Fashion-MNIST .gz files")
-      ->type_name("DIR")
-      ->default_str(where)
-      ->check(cli::existing_folder("without --data the data set is read from " + where));
-  app.footer("Quick check: NDG_TRAIN_EPOCHS=1 train_fashion_mnist --ctx cpu --subset 2048");
-  if (std::optional<int> exit_code = cli::parse(app, argc, argv)) return exit_code;
-
-  if (lr_option->count() > 0) o.lr = lr;
-  if (!ctx.empty()) {
-    o.ctxs = {*context_named(ctx)};
-  } else if (gpus > 0) {
-    for (int i = 0; i < gpus; ++i) o.ctxs.push_back(mx::gpu(i));
-  } else {
-    o.ctxs = mx::try_all_gpus();
-  }
-  return std::nullopt;
-}
-
-// "[=========>          ] 120/235" on one line, redrawn in place.
-void progress(std::int64_t done, std::int64_t total) {
-  constexpr int width = 30;
-  const int filled = total ? static_cast<int>(width * done / total) : width;
-  std::string bar(static_cast<std::size_t>(width), ' ');
-  for (int i = 0; i < filled; ++i) bar[static_cast<std::size_t>(i)] = '=';
-  if (filled < width) bar[static_cast<std::size_t>(filled)] = '>';
-  std::fprintf(stderr, "\r  [%s] %lld/%lld", bar.c_str(), static_cast<long long>(done), static_cast<long long>(total));
-  if (done == total) std::fprintf(stderr, "\r%*s\r", width + 24, "");
-}
-
-// One slice of the batch per context (the whole batch when there is one context).
-std::vector<nd::NDArray> split(const nd::NDArray& batch, const std::vector<mx::Context>& ctxs) {
-  return mx::gluon::utils::split_and_load(batch, ctxs, 0, false);
-}
-
-double evaluate_accuracy(mx::gluon::Block& net, gdata::DataLoader& loader, const std::vector<mx::Context>& ctxs) {
-  mx::metric::Accuracy accuracy;
-  for (auto& [X, y] : loader) {
-    const std::vector<nd::NDArray> xs = split(X, ctxs), ys = split(y, ctxs);
-    for (std::size_t k = 0; k < xs.size(); ++k) accuracy.update(ys[k], net(xs[k]));
-  }
-  return accuracy.get().second;
-}
-
-struct EpochResult {
-  double loss, train_acc, test_acc, seconds;
-};
-
-EpochResult train_epoch(mx::gluon::Block& net, gdata::DataLoader& train, gdata::DataLoader& test,
-                        mx::gluon::Trainer& trainer, const std::vector<mx::Context>& ctxs) {
-  const auto start = std::chrono::steady_clock::now();
-  mx::gluon::loss::SoftmaxCrossEntropyLoss loss;
-  mx::metric::Accuracy accuracy;
-  nd::NDArray loss_sum = nd::zeros({1}, ctxs[0]);  // summed on the device: no sync per batch
-  std::int64_t samples = 0, step = 0;
-  for (auto& [X, y] : train) {
-    const std::vector<nd::NDArray> xs = split(X, ctxs), ys = split(y, ctxs);
-    std::vector<nd::NDArray> y_hats, losses;
-    {
-      auto recording = mx::autograd::record();
-      for (std::size_t k = 0; k < xs.size(); ++k) {  // queued on each GPU in turn; they run at once
-        y_hats.push_back(net(xs[k]));
-        losses.push_back(loss(y_hats.back(), ys[k]));
-      }
-    }
-    for (const nd::NDArray& l : losses) l.backward();
-    trainer.step(X.shape()[0]);  // sums the gradients over the GPUs, then updates every copy
-    for (std::size_t k = 0; k < xs.size(); ++k) {
-      loss_sum += losses[k].sum().as_in_context(ctxs[0]);
-      accuracy.update(ys[k], y_hats[k]);
-    }
-    samples += X.shape()[0];
-    progress(++step, train.size());
-  }
-  const double train_loss = loss_sum.asscalar<float>() / static_cast<double>(samples);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return {train_loss, accuracy.get().second, evaluate_accuracy(net, test, ctxs), seconds};
-}
-
-void plot(const std::string& csv) {
-  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
-    std::printf("gnuplot is not installed (apt-get install gnuplot-nox): no PNG drawn; the curves are in %s\n",
-                csv.c_str());
-    return;
-  }
-  const std::string png = std::filesystem::path(csv).replace_extension(".png").string();
-  // The script goes to gnuplot's standard input, so that no shell sees its quotes and $ columns.
-  const std::string script =
-      "set terminal pngcairo size 900,500\nset output '" + png + "'\nset datafile separator ','\n"
-      "set xlabel 'epoch'\nset grid\nset key outside\n"
-      "plot for [m in 'softmax mlp'] '" + csv + "' using (strcol(1) eq m ? $2 : NaN):3 with linespoints title m.' loss', \\\n"
-      "     for [m in 'softmax mlp'] '" + csv + "' using (strcol(1) eq m ? $2 : NaN):4 with linespoints title m.' train acc', \\\n"
-      "     for [m in 'softmax mlp'] '" + csv + "' using (strcol(1) eq m ? $2 : NaN):5 with linespoints title m.' test acc'\n";
-  FILE* gnuplot = popen("gnuplot 2>&1", "w");
-  const bool written = gnuplot && std::fputs(script.c_str(), gnuplot) >= 0;
-  const bool ok = gnuplot && pclose(gnuplot) == 0 && written;
-  if (ok) std::printf("plot written to %s\n", png.c_str());
-  else std::printf("gnuplot failed; the curves are in %s\n", csv.c_str());
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    Options o;
-    if (const std::optional<int> exit_code = parse(argc, argv, o)) return *exit_code;
-    mx::random::seed(0);
-    std::printf("training on");
-    for (mx::Context ctx : o.ctxs) {
-      std::printf(" %s%s", ctx.str().c_str(), ctx.is_gpu() ? (" (" + mx::gpu_name(ctx.device_id()) + ")").c_str() : "");
-    }
-    std::printf("%s\n", o.ctxs.size() > 1 ? ", data-parallel" : "");
-    gdata::FashionMNIST train_set(true, o.data_dir, o.subset), test_set(false, o.data_dir, o.subset);
-    gdata::DataLoader train(train_set, o.batch_size, true, "keep", gdata::to_tensor);
-    gdata::DataLoader test(test_set, o.batch_size, false, "keep", gdata::to_tensor);
-    std::FILE* csv = std::fopen(o.csv.c_str(), "w");  // opened before training: a bad path fails now
-    if (!csv) {
-      std::fprintf(stderr, "error: cannot write the curves to %s: %s\n", o.csv.c_str(), std::strerror(errno));
-      return 1;
-    }
-    std::fprintf(csv, "model,epoch,loss,train_acc,test_acc,seconds\n");
-    double final_mlp_acc = -1;
-    for (const std::string model : {"softmax", "mlp"}) {
-      if (o.model != "both" && o.model != model) continue;
-      nn::Sequential net;
-      if (model == "softmax") {
-        net.add(nn::Flatten(), nn::Dense(10));
-      } else {
-        net.add(nn::Flatten(), nn::Dense(256, "relu"), nn::Dense(10));
-      }
-      net.initialize(mx::init::Normal(0.01), o.ctxs);
-      const double lr = o.lr.value_or(model == "softmax" ? 0.1 : 0.5);
-      mx::gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", lr}});
-      std::printf("\n%s, lr %g, batch %lld, %d epochs\n", model == "softmax" ? "softmax regression" : "MLP 784-256-10",
-                  lr, static_cast<long long>(o.batch_size), o.epochs);
-      std::printf("%6s %9s %10s %9s %9s %12s\n", "epoch", "loss", "train acc", "test acc", "time (s)", "samples/s");
-      for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-        const EpochResult r = train_epoch(net, train, test, trainer, o.ctxs);
-        std::printf("%6d %9.4f %10.4f %9.4f %9.2f %12.0f\n", epoch, r.loss, r.train_acc, r.test_acc, r.seconds,
-                    static_cast<double>(train_set.size()) / r.seconds);
-        std::fflush(stdout);
-        std::fprintf(csv, "%s,%d,%g,%g,%g,%g\n", model.c_str(), epoch, r.loss, r.train_acc, r.test_acc, r.seconds);
-        if (model == "mlp") final_mlp_acc = r.test_acc;
-      }
-    }
-    // A full disk or a failed write shows at the latest when the file is closed.
-    const bool write_failed = std::ferror(csv) != 0;
-    errno = 0;
-    const bool close_failed = std::fclose(csv) != 0;
-    const std::string why = close_failed && errno != 0 ? std::strerror(errno) : "a write failed";
-    if (!write_failed && !close_failed) {
-      std::printf("\ncurves written to %s\n", o.csv.c_str());
-      plot(o.csv);
-    }
-    if (final_mlp_acc >= 0) std::printf("MLP test accuracy after %d epochs: %.4f\n", o.epochs, final_mlp_acc);
-    if (write_failed || close_failed) {
-      std::fflush(stdout);
-      std::fprintf(stderr, "error: writing the curves to %s failed: %s\n", o.csv.c_str(), why.c_str());
-      return 1;
-    }
-    return 0;
-  } catch (const mx::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
+  const std::vector<tutorial::Model> models = {
+      {"softmax", "softmax regression", "", 0.1, mx::init::Normal(0.01), [] {
+         nn::Sequential net;
+         net.add(nn::Flatten(), nn::Dense(10));
+         return net;
+       }},
+      {"mlp", "MLP 784-256-10", "MLP", 0.5, mx::init::Normal(0.01), [] {
+         nn::Sequential net;
+         net.add(nn::Flatten(), nn::Dense(256, "relu"), nn::Dense(10));
+         return net;
+       }},
+  };
+  CLI::App app{"D2L chapters 3-4: softmax regression and an MLP (784-256-10, ReLU) trained with SGD on "
+               "Fashion-MNIST, on every GPU (data-parallel) or on cpu(0)."};
+  app.footer("Quick check: NDG_TRAIN_EPOCHS=1 train_fashion_mnist --ctx cpu --subset 2048");
+  return tutorial::train_on_fashion_mnist(app, argc, argv, models,
+                                          {.model = "both", .csv = "train_fashion_mnist.csv"},
+                                          "0.1 for softmax regression, 0.5 for the MLP");
 }
