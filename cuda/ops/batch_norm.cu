@@ -8,6 +8,7 @@
 // Forward sums x - shift and its square with shift = the channel's first element, which keeps the
 // variance exact for data far from zero; backward sums dy and dy · (x - mean). channel_sum (a
 // convolution's bias gradient) is passes 1 and 2 alone.
+#include <algorithm>
 #include <cmath>
 
 #include "cuda/launch.hpp"
@@ -62,11 +63,19 @@ __global__ void channel_sums(F f, ReduceShape s, std::int64_t rows_per_chunk, Pa
   const std::int64_t first = chunk * rows_per_chunk;
   const std::int64_t rows = std::min(s.outer, first + rows_per_chunk) - first;
   Pair<A> sum{0, 0};
-  for (std::int64_t j = threadIdx.x; j < rows * s.inner; j += blockDim.x) {
-    const std::int64_t o = first + j / s.inner, i = j % s.inner;
-    const Pair<A> v = f((o * s.length + c) * s.inner + i, c);
+  const auto add = [&](std::int64_t element) {
+    const Pair<A> v = f(element, c);
     sum.a += v.a;
     sum.b += v.b;
+  };
+  if (s.inner >= 32) {  // row by row, the threads along the row: no division
+    for (std::int64_t o = first; o < first + rows; ++o) {
+      for (std::int64_t i = threadIdx.x; i < s.inner; i += blockDim.x) add((o * s.length + c) * s.inner + i);
+    }
+  } else {  // short rows: the threads along the chunk's elements
+    for (std::int64_t j = threadIdx.x; j < rows * s.inner; j += blockDim.x) {
+      add((first + j / s.inner) * s.length * s.inner + c * s.inner + j % s.inner);
+    }
   }
   sum = block_sum(sum);
   if (threadIdx.x == 0) partial[c * gridDim.y + chunk] = sum;
@@ -136,16 +145,45 @@ __global__ void running_statistics(std::int64_t channels, double eps, const T* m
   }
 }
 
+// f(element, channel) for every element of (outer, channels, inner): long rows along the grid's
+// y with the threads along the row (no division per element), short ones one thread per element.
+template <class F>
+__global__ void per_channel_rows(F f, ReduceShape s) {
+  for (std::int64_t r = blockIdx.y; r < s.outer * s.length; r += gridDim.y) {
+    const std::int64_t c = r % s.length;
+    for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < s.inner;
+         i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      f(r * s.inner + i, c);
+    }
+  }
+}
+
+template <class F>
+__global__ void per_channel_elements(F f, ReduceShape s, std::int64_t n) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) f(i, (i / s.inner) % s.length);
+}
+
+template <class F>
+void launch_per_channel(const ExecContext& ec, const char* op, const ReduceShape& s, F f) {
+  const std::int64_t rows = s.outer * s.length, n = rows * s.inner;
+  if (n == 0) return;
+  if (s.inner < 32) return cuda::launch(ec, op, n, &per_channel_elements<F>, f, s, n);
+  const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>((s.inner + cuda::kThreads - 1) / cuda::kThreads, 64)),
+                  static_cast<unsigned>(std::min<std::int64_t>(rows, 65535)));
+  cuda::launch(cuda::stream_of(ec), op, grid, &per_channel_rows<F>, f, s);
+}
+
 // y = x · scale + shift with scale = gamma · invstd, shift = beta - mean · scale.
 template <class T>
-__global__ void normalize(const T* x, T* y, std::int64_t n, ReduceShape s, const T* gamma, const T* beta, const T* mean,
-                          const T* invstd, bool fix_gamma) {
-  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const std::int64_t c = (i / s.inner) % s.length;
+struct Normalize {
+  const T *x, *gamma, *beta, *mean, *invstd;
+  T* y;
+  bool fix_gamma;
+  __device__ void operator()(std::int64_t i, std::int64_t c) const {
     const T scale = (fix_gamma ? T(1) : gamma[c]) * invstd[c];
     y[i] = (x[i] - mean[c]) * scale + beta[c];
   }
-}
+};
 
 // Backward, per channel: dbeta, dgamma, and into coef the three numbers dx needs.
 template <class T>
@@ -170,13 +208,13 @@ __global__ void finish_gradients(const Pair<T>* partial, std::int64_t chunks, Re
 
 // dx = scale · (dy - mean_dy - (x - mean) · k).
 template <class T>
-__global__ void input_gradient(const T* dy, const T* x, T* dx, std::int64_t n, ReduceShape s, const T* mean,
-                               const T* coef) {
-  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const std::int64_t c = (i / s.inner) % s.length;
+struct InputGradient {
+  const T *dy, *x, *mean, *coef;
+  T* dx;
+  __device__ void operator()(std::int64_t i, std::int64_t c) const {
     dx[i] = coef[3 * c] * (dy[i] - coef[3 * c + 1] - (x[i] - mean[c]) * coef[3 * c + 2]);
   }
-}
+};
 
 ReduceShape channel_shape(const BatchNormParams& p, const nd::NDArray& x) {
   return around_axis(x.shape(), p.axis < 0 ? p.axis + x.ndim() : p.axis);
@@ -225,8 +263,9 @@ void batch_norm(const ExecContext& ec, const Invocation& inv) {
     } else {
       cuda::launch(ec, "BatchNorm", s.length, &running_statistics<T>, s.length, p.eps, param(3), param(4), mean, invstd);
     }
-    cuda::launch(ec, "BatchNorm", x.size(), &normalize<T>, in, static_cast<T*>(inv.outputs[0].data()), x.size(), s,
-                 param(1), param(2), mean, invstd, p.fix_gamma);
+    launch_per_channel(ec, "BatchNorm", s,
+                       Normalize<T>{in, param(1), param(2), mean, invstd, static_cast<T*>(inv.outputs[0].data()),
+                                    p.fix_gamma});
   });
 }
 
@@ -249,8 +288,7 @@ void batch_norm_backward(const ExecContext& ec, const Invocation& inv) {
     }
     cuda::launch(ec, "BatchNorm", s.length, &finish_gradients<T>, partial.as<Pair<T>>(), chunks, s, p, input(2),
                  input(4), output(1), output(2), coef.as<T>());
-    cuda::launch(ec, "BatchNorm", x.size(), &input_gradient<T>, input(0), input(1), output(0), x.size(), s, input(3),
-                 coef.as<const T>());
+    launch_per_channel(ec, "BatchNorm", s, InputGradient<T>{input(0), input(1), input(3), coef.as<const T>(), output(0)});
   });
 }
 
