@@ -22,7 +22,7 @@
 #include "bench/cuda_check.hpp"
 #include "cuda/cudnn_conv.hpp"
 #include "cuda/device.hpp"
-#include "tutorials/cli.hpp"
+#include "bench/peer_cli.hpp"
 #include "tutorials/lenet/models.hpp"
 
 namespace nd = mx::nd;
@@ -68,14 +68,9 @@ bench::Row time_row(const std::string& name, const std::string& peer_key, double
 int main(int argc, char** argv) {
   CLI::App app{"Convolution, batch norm, pooling and LeNet training on gpu(0) against raw cuDNN and PyTorch, "
                "measured in one run. Run from the source root: build/bench/conv_bench bench/torch_peer.py"};
-  std::string peer_script = "bench/torch_peer.py";
-  app.add_option("torch_peer", peer_script, "the PyTorch peer script, run with python3 (a path from the working directory)")
-      ->capture_default_str()
-      ->check(CLI::ExistingFile);
-  if (const std::optional<int> exit_code = cli::parse(app, argc, argv)) return *exit_code;
-  if (mx::num_gpus() == 0) {
-    std::printf("no GPU visible: the benchmarks need one\n");
-    return 77;
+  std::string peer_script;
+  if (const std::optional<int> exit_code = bench::parse_peer_command_line(app, argc, argv, peer_script)) {
+    return *exit_code;
   }
   const mx::Context gpu0 = mx::gpu(0);
   std::printf("device: %s, convolution family vs raw cuDNN vs PyTorch\n", mx::gpu_name(0).c_str());

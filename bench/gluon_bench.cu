@@ -17,7 +17,7 @@
 
 #include "bench/bench_util.hpp"
 #include "bench/cuda_check.hpp"
-#include "tutorials/cli.hpp"
+#include "bench/peer_cli.hpp"
 
 namespace nd = mx::nd;
 namespace nn = mx::gluon::nn;
@@ -40,14 +40,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Gluon benchmarks on gpu(0): Dense forward (and backward) against cublasSgemm, a Fashion-MNIST "
                "training epoch, MLP forward latency; PyTorch as the peer, measured in one run. "
                "Run from the source root: build/bench/gluon_bench bench/torch_peer.py"};
-  std::string peer_script = "bench/torch_peer.py";
-  app.add_option("torch_peer", peer_script, "the PyTorch peer script, run with python3 (a path from the working directory)")
-      ->capture_default_str()
-      ->check(CLI::ExistingFile);
-  if (const std::optional<int> exit_code = cli::parse(app, argc, argv)) return *exit_code;
-  if (mx::num_gpus() == 0) {
-    std::printf("no GPU visible: the benchmarks need one\n");
-    return 77;
+  std::string peer_script;
+  if (const std::optional<int> exit_code = bench::parse_peer_command_line(app, argc, argv, peer_script)) {
+    return *exit_code;
   }
   const mx::Context gpu0 = mx::gpu(0);
   std::printf("device: %s, Gluon layers vs raw cuBLAS vs PyTorch\n", mx::gpu_name(0).c_str());

@@ -17,7 +17,7 @@
 
 #include "bench/bench_util.hpp"
 #include "bench/cuda_check.hpp"
-#include "tutorials/cli.hpp"
+#include "bench/peer_cli.hpp"
 
 namespace nd = mx::nd;
 
@@ -53,14 +53,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Foundation benchmarks on gpu(0): each ndgluon op against the raw CUDA library call it stands on "
                "(cudaMemcpy, cuBLAS, cuRAND, cudaMemcpyPeer) and against PyTorch, measured in one run. "
                "Run from the source root: build/bench/ndarray_bench bench/torch_peer.py"};
-  std::string peer_script = "bench/torch_peer.py";
-  app.add_option("torch_peer", peer_script, "the PyTorch peer script, run with python3 (a path from the working directory)")
-      ->capture_default_str()
-      ->check(CLI::ExistingFile);
-  if (const std::optional<int> exit_code = cli::parse(app, argc, argv)) return *exit_code;
-  if (mx::num_gpus() == 0) {
-    std::printf("no GPU visible: the benchmarks need one\n");
-    return 77;
+  std::string peer_script;
+  if (const std::optional<int> exit_code = bench::parse_peer_command_line(app, argc, argv, peer_script)) {
+    return *exit_code;
   }
   std::vector<bench::Row> rows;
   const mx::Context gpu0 = mx::gpu(0);
