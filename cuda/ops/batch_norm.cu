@@ -81,6 +81,17 @@ __global__ void channel_sums(F f, ReduceShape s, std::int64_t rows_per_chunk, Pa
   if (threadIdx.x == 0) partial[c * gridDim.y + chunk] = sum;
 }
 
+// Channel c's partials added in double.
+template <class T>
+__device__ Pair<double> channel_total(const Pair<T>* partial, std::int64_t chunks, std::int64_t c) {
+  Pair<double> total{0, 0};
+  for (std::int64_t k = 0; k < chunks; ++k) {
+    total.a += partial[c * chunks + k].a;
+    total.b += partial[c * chunks + k].b;
+  }
+  return total;
+}
+
 template <class T>
 struct ShiftedMoments {
   const T* x;
@@ -107,9 +118,7 @@ struct Values {
 template <class T>
 __global__ void finish_sums(const Pair<T>* partial, std::int64_t chunks, std::int64_t channels, T* out) {
   for (std::int64_t c = global_thread(); c < channels; c += grid_stride()) {
-    double sum = 0;
-    for (std::int64_t k = 0; k < chunks; ++k) sum += partial[c * chunks + k].a;
-    out[c] = static_cast<T>(sum);
+    out[c] = static_cast<T>(channel_total(partial, chunks, c).a);
   }
 }
 
@@ -120,13 +129,9 @@ __global__ void finish_statistics(const Pair<T>* partial, std::int64_t chunks, c
                                   BatchNormParams p, T* mean, T* invstd, T* moving_mean, T* moving_var) {
   const double count = static_cast<double>(s.outer * s.inner);
   for (std::int64_t c = global_thread(); c < s.length; c += grid_stride()) {
-    double sum = 0, squares = 0;
-    for (std::int64_t k = 0; k < chunks; ++k) {
-      sum += partial[c * chunks + k].a;
-      squares += partial[c * chunks + k].b;
-    }
-    const double shifted_mean = sum / count;
-    const double var = fmax(squares / count - shifted_mean * shifted_mean, 0.0);
+    const Pair<double> moments = channel_total(partial, chunks, c);  // Σ(x - shift), Σ(x - shift)²
+    const double shifted_mean = moments.a / count;
+    const double var = fmax(moments.b / count - shifted_mean * shifted_mean, 0.0);
     const double m = x[c * s.inner] + shifted_mean;
     mean[c] = static_cast<T>(m);
     invstd[c] = static_cast<T>(rsqrt(var + p.eps));
@@ -191,12 +196,8 @@ __global__ void finish_gradients(const Pair<T>* partial, std::int64_t chunks, Re
                                  const T* gamma, const T* invstd, T* dgamma, T* dbeta, T* coef) {
   const double count = static_cast<double>(s.outer * s.inner);
   for (std::int64_t c = global_thread(); c < s.length; c += grid_stride()) {
-    double sum_dy = 0, sum_dy_centered = 0;
-    for (std::int64_t k = 0; k < chunks; ++k) {
-      sum_dy += partial[c * chunks + k].a;
-      sum_dy_centered += partial[c * chunks + k].b;
-    }
-    const double sum_dy_xhat = sum_dy_centered * invstd[c];
+    const Pair<double> sums = channel_total(partial, chunks, c);  // Σdy, Σdy · (x - mean)
+    const double sum_dy = sums.a, sum_dy_xhat = sums.b * invstd[c];
     dbeta[c] = static_cast<T>(sum_dy);
     dgamma[c] = p.fix_gamma ? T(0) : static_cast<T>(sum_dy_xhat);
     const bool batch = p.training && count > 0;
