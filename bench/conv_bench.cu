@@ -69,6 +69,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Convolution, batch norm, pooling and LeNet training on gpu(0) against raw cuDNN and PyTorch, "
                "measured in one run. Run from the source root: build/bench/conv_bench bench/torch_peer.py"};
   std::string peer_script;
+  bool profile = false;
+  app.add_flag("--profile", profile, "print the host time of each op and layer of 20 LeNet and BN-LeNet iterations");
   if (const std::optional<int> exit_code = bench::parse_peer_command_line(app, argc, argv, peer_script)) {
     return *exit_code;
   }
@@ -217,6 +219,16 @@ int main(int argc, char** argv) {
     std::sort(done.begin(), done.end());
     std::printf("%s iteration: %.0f us in the epoch; alone: host %.0f us, done after %.0f us\n",
                 batch_norm ? "BN-LeNet" : "LeNet", t * 1e6 * batch / n, host[10] * 1e6, done[10] * 1e6);
+    if (profile) {
+      mx::profiler::set_state("run");
+      for (int i = 0; i < 20; ++i) {
+        const mx::profiler::Range range("iteration");
+        iteration(0);
+      }
+      mx::profiler::set_state("stop");
+      nd_sync();
+      std::printf("%s", mx::profiler::dumps(true).c_str());
+    }
     bench::Row row;
     row.name = std::string(batch_norm ? "BN-LeNet" : "LeNet") + " training epoch, 60k samples on the GPU, batch 256";
     row.peer_key = batch_norm ? "bn_lenet_epoch" : "lenet_epoch";

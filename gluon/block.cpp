@@ -10,6 +10,7 @@
 #include "gluon/parameter_file.hpp"
 #include "context/device.hpp"
 #include "ndarray/describe.hpp"
+#include "ndarray/profiler.hpp"
 
 namespace mx::gluon {
 
@@ -36,6 +37,13 @@ Block::Block(const std::string& kind, const std::string& prefix) : core_(std::ma
 }
 
 const std::string& Block::prefix() const { return core_->prefix; }
+
+nd::NDArray Block::operator()(const nd::NDArray& x) {
+  if (!profiler::is_running()) return forward(x);
+  const std::string label = name() + " forward";
+  const profiler::Range range(label);
+  return forward(x);
+}
 
 std::string Block::name() const {
   const std::string& p = core_->prefix;

@@ -38,7 +38,7 @@ class Block {
   virtual ~Block() = default;
 
   // x -> forward(x). Runs on x.context(), with the parameters' copies there.
-  nd::NDArray operator()(const nd::NDArray& x) { return forward(x); }
+  nd::NDArray operator()(const nd::NDArray& x);
   virtual nd::NDArray forward(const nd::NDArray& x) = 0;
 
   const std::string& prefix() const;  // "dense0_"

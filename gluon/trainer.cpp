@@ -6,6 +6,7 @@
 
 #include "context/device.hpp"
 #include "context/error.hpp"
+#include "ndarray/profiler.hpp"
 
 namespace mx::gluon {
 
@@ -113,6 +114,7 @@ void Trainer::update(std::int64_t batch_size) {
 }
 
 void Trainer::step(std::int64_t batch_size) {
+  const profiler::Range range("Trainer::step");
   // Everything is checked before the gradients are summed, so that a failed step changes nothing.
   check_ready("Trainer::step", batch_size);
   allreduce_grads();

@@ -9,6 +9,7 @@
 #include "ndarray/creation.hpp"
 #include "ndarray/elementwise.hpp"
 #include "ndarray/ops/op.hpp"
+#include "ndarray/profiler.hpp"
 
 namespace mx::autograd {
 namespace {
@@ -117,6 +118,7 @@ void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
                        " does not match the shape of the array " + nd::detail::describe(head));
     }
   }
+  const profiler::Range range("autograd::backward");
   auto scope = pause(is_training());
   std::unordered_map<Node*, nd::NDArray> grads;
   grads[root.get()] = head_grad.is_none() ? nd::ones_like(head) : head_grad;
@@ -126,11 +128,14 @@ void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
     const nd::NDArray grad = it->second;
     grads.erase(it);
     if (node->leaf) {
+      const profiler::Range leaf_range("gradient of a leaf (written into its buffer)");
       nd::NDArray target = node->grad;
       if (node->accumulate) target += grad;
       else grad.copyto(target);
       continue;
     }
+    const std::string label = profiler::is_running() ? std::string("gradient of ") + node->op : std::string();
+    const profiler::Range gradient_range(label);
     const std::vector<nd::NDArray> input_grads =
         node->invocation ? node->invocation->op->gradient(*node->invocation, {grad}) : node->backward(grad);
     for (std::size_t i = 0; i < node->inputs.size(); ++i) {

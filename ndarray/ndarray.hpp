@@ -15,6 +15,7 @@
 #include "ndarray/nn.hpp"
 #include "ndarray/optimizer_ops.hpp"
 #include "ndarray/print.hpp"
+#include "ndarray/profiler.hpp"
 #include "ndarray/random.hpp"
 #include "ndarray/reduce.hpp"
 #include "ndarray/softmax.hpp"

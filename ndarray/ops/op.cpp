@@ -7,6 +7,7 @@
 #include "ndarray/backend.hpp"
 #include "ndarray/contiguous.hpp"
 #include "ndarray/describe.hpp"
+#include "ndarray/profiler.hpp"
 
 namespace mx::op {
 namespace {
@@ -165,6 +166,7 @@ std::vector<OutputSpec>& inferred(const Invocation& inv) {
 }  // namespace
 
 std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs, Params params) {
+  const profiler::Range range(op.name);
   Invocation inv{&op, params, std::move(inputs), {}};
   const Context ctx = common_context(op.name, inv.inputs);
   const std::vector<OutputSpec>& specs = inferred(inv);
@@ -182,6 +184,7 @@ nd::NDArray invoke1(const OpDef& op, std::vector<nd::NDArray> inputs, Params par
 }
 
 void invoke_into(const OpDef& op, std::vector<nd::NDArray> inputs, std::vector<nd::NDArray> outputs, Params params) {
+  const profiler::Range range(op.name);
   Invocation inv{&op, params, std::move(inputs), std::move(outputs)};
   const Context ctx = invocation_context(inv);
   const std::vector<OutputSpec>& specs = inferred(inv);
