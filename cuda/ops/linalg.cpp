@@ -1,18 +1,116 @@
-// GEMM through cuBLAS on the op's stream (ndarray/ops/linalg.cpp has dot and the OpenBLAS call).
+// GEMM on the op's stream through cuBLASLt (ndarray/ops/linalg.cpp has dot and the OpenBLAS call).
+//
+// cublasSgemm chooses its algorithm on every call, which costs about 10 µs of host time: more than
+// a small product takes on the GPU. Here the algorithm is chosen once per (dtype, transposes,
+// extents, beta, operand alignment) by cuBLASLt's heuristic and kept with its descriptors, per
+// thread and device, as PyTorch and cuDNN's plans do; a call then costs one cublasLtMatmul.
+#include <cublasLt.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <vector>
+
 #include "cuda/check.hpp"
 #include "cuda/device.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
 
 namespace mx::op::gpu {
+namespace {
 
-// cuBLAS is column-major: a row-major C (m, n) is a column-major Cᵀ (n, m), so we compute
-// Cᵀ = op(B)ᵀ · op(A)ᵀ by passing B first, with each operand's stored layout read as its transpose.
-void gemm(const ExecContext& ec, DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
-  const cudaStream_t stream = static_cast<cudaStream_t>(ec.stream);
-  if (g.k == 0) {  // cuBLAS rejects k = 0
-    if (g.beta == 0.0) NDG_CUDA_CHECK(cudaMemsetAsync(c, 0, static_cast<std::size_t>(g.m * g.n) * dtype_size(dt), stream));
-    return;
+// The most workspace an algorithm may ask for (split-K partial sums), from the pool per call.
+constexpr std::size_t kMaxWorkspace = 32u << 20;
+
+// One product shape's descriptors and algorithm; `usable` is false where the heuristic found none
+// (cublasSgemm/Dgemm then run it).
+struct LtPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  std::size_t workspace = 0;
+  bool usable = false;
+};
+
+// dtype, trans_a, trans_b, m, n, k, beta != 0, and the alignment of a, b and c.
+using LtKey = std::array<std::int64_t, 10>;
+
+struct LtState {
+  cublasLtHandle_t handle = nullptr;
+  std::map<LtKey, LtPlan> plans;
+};
+
+// The calling thread's cuBLASLt state for a device, created on first use and never destroyed (see
+// cuda/device.hpp).
+LtState& lt_state(int device) {
+  thread_local std::vector<LtState*> states;
+  const auto id = static_cast<std::size_t>(device);
+  if (states.size() <= id) states.resize(id + 1, nullptr);
+  if (!states[id]) {
+    auto* state = new LtState;
+    NDG_CUDA_CHECK(cublasLtCreate(&state->handle));
+    states[id] = state;
   }
+  return *states[id];
+}
+
+// The largest power of two up to 256 that divides the address (cuBLASLt's alignment preference).
+std::int64_t alignment_of(const void* p) {
+  const std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(p) | 256u;
+  return static_cast<std::int64_t>(bits & (~bits + 1));
+}
+
+// cuBLASLt is column-major: a row-major c (m, n) is a column-major cᵀ (n, m) = op(b)ᵀ · op(a)ᵀ, so
+// b is passed first and each operand's stored layout is read as its transpose.
+LtPlan make_plan(cublasLtHandle_t handle, DType dt, const GemmArgs& g, const LtKey& key) {
+  LtPlan plan;
+  const cudaDataType_t type = dt == DType::float32 ? CUDA_R_32F : CUDA_R_64F;
+  const cublasComputeType_t compute = dt == DType::float32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  const cublasOperation_t op_first = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  NDG_CUDA_CHECK(cublasLtMatmulDescCreate(&plan.desc, compute, type));
+  NDG_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first));
+  NDG_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second));
+  // Stored extents (rows, columns) of each column-major operand, leading dimension = rows.
+  const auto layout = [&](cublasLtMatrixLayout_t* out, std::int64_t rows, std::int64_t cols) {
+    NDG_CUDA_CHECK(cublasLtMatrixLayoutCreate(out, type, static_cast<std::uint64_t>(rows),
+                                              static_cast<std::uint64_t>(cols), rows));
+  };
+  if (g.trans_b) layout(&plan.first, g.k, g.n);
+  else layout(&plan.first, g.n, g.k);
+  if (g.trans_a) layout(&plan.second, g.m, g.k);
+  else layout(&plan.second, g.k, g.m);
+  layout(&plan.out, g.n, g.m);
+
+  cublasLtMatmulPreference_t preference = nullptr;
+  NDG_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  const std::uint64_t max_workspace = kMaxWorkspace;
+  NDG_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                      &max_workspace, sizeof max_workspace));
+  const std::uint32_t align_first = static_cast<std::uint32_t>(key[8]), align_second = static_cast<std::uint32_t>(key[7]),
+                      align_out = static_cast<std::uint32_t>(key[9]);
+  NDG_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                      &align_first, sizeof align_first));
+  NDG_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                      &align_second, sizeof align_second));
+  NDG_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                      &align_out, sizeof align_out));
+  NDG_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                                      &align_out, sizeof align_out));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, plan.desc, plan.first, plan.second, plan.out,
+                                                               plan.out, preference, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(preference);
+  if (status == CUBLAS_STATUS_SUCCESS && found > 0) {
+    plan.algo = result.algo;
+    plan.workspace = result.workspaceSize;
+    plan.usable = true;
+  }
+  return plan;
+}
+
+// The product with cublasSgemm/Dgemm: where cuBLASLt's heuristic found no algorithm.
+void legacy_gemm(const ExecContext& ec, DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
   cublasHandle_t handle = cuda::device(ec.ctx.device_id()).cublas();
   const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -27,6 +125,29 @@ void gemm(const ExecContext& ec, DType dt, const GemmArgs& g, const void* a, con
     NDG_CUDA_CHECK(cublasDgemm(handle, op_b, op_a, n, m, k, &g.alpha, static_cast<const double*>(b), ldb,
                                static_cast<const double*>(a), lda, &g.beta, static_cast<double*>(c), n));
   }
+}
+
+}  // namespace
+
+void gemm(const ExecContext& ec, DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
+  const cudaStream_t stream = static_cast<cudaStream_t>(ec.stream);
+  if (g.k == 0) {  // cuBLAS rejects k = 0
+    if (g.beta == 0.0) NDG_CUDA_CHECK(cudaMemsetAsync(c, 0, static_cast<std::size_t>(g.m * g.n) * dtype_size(dt), stream));
+    return;
+  }
+  LtState& state = lt_state(ec.ctx.device_id());
+  const LtKey key{static_cast<std::int64_t>(dt), g.trans_a, g.trans_b, g.m, g.n, g.k, g.beta != 0.0,
+                  alignment_of(a), alignment_of(b), alignment_of(c)};
+  auto it = state.plans.find(key);
+  if (it == state.plans.end()) it = state.plans.emplace(key, make_plan(state.handle, dt, g, key)).first;
+  const LtPlan& plan = it->second;
+  if (!plan.usable) return legacy_gemm(ec, dt, g, a, b, c);
+  const Workspace workspace(ec, plan.workspace);
+  const float alpha32 = static_cast<float>(g.alpha), beta32 = static_cast<float>(g.beta);
+  const void* alpha = dt == DType::float32 ? static_cast<const void*>(&alpha32) : &g.alpha;
+  const void* beta = dt == DType::float32 ? static_cast<const void*>(&beta32) : &g.beta;
+  NDG_CUDA_CHECK(cublasLtMatmul(state.handle, plan.desc, alpha, b, plan.first, a, plan.second, beta, c, plan.out, c,
+                                plan.out, &plan.algo, workspace.data(), plan.workspace, stream));
 }
 
 }  // namespace mx::op::gpu
