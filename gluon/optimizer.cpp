@@ -1,5 +1,6 @@
 #include "gluon/optimizer.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -109,6 +110,38 @@ void SGD::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& gr
     nd::NDArray& mom = state_for("sgd_update", momentum_state_, key, weight);
     nd::sgd_mom_update(weight, grad, mom, lr_, momentum_, wd_, rescale_, clip_);
   }
+}
+
+void SGD::update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
+                       const std::vector<nd::NDArray>& grads) {
+  const char* op = momentum_ == 0 ? "multi_sgd_update" : "multi_sgd_mom_update";
+  for (std::size_t i = 0; i < weights.size(); ++i) check_update(op, weights[i], grads[i]);
+  // One list per (context, dtype), in the order the copies come.
+  struct Group {
+    Context ctx;
+    DType dtype;
+    std::vector<nd::NDArray> weights, grads, moms;
+  };
+  std::vector<Group> groups;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    const nd::NDArray& w = weights[i];
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const Group& g) { return g.ctx == w.context() && g.dtype == w.dtype(); });
+    if (it == groups.end()) it = groups.insert(groups.end(), Group{w.context(), w.dtype(), {}, {}, {}});
+    it->weights.push_back(w);
+    it->grads.push_back(grads[i]);
+    if (momentum_ != 0) it->moms.push_back(state_for(op, momentum_state_, keys[i], w));
+  }
+  for (Group& g : groups) {
+    if (momentum_ == 0) nd::multi_sgd_update(g.weights, g.grads, lr_, wd_, rescale_, clip_);
+    else nd::multi_sgd_mom_update(g.weights, g.grads, g.moms, lr_, momentum_, wd_, rescale_, clip_);
+  }
+}
+
+void Optimizer::update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
+                             const std::vector<nd::NDArray>& grads) {
+  for (std::size_t i = 0; i < weights.size(); ++i) check_update(name_, weights[i], grads[i]);
+  for (std::size_t i = 0; i < weights.size(); ++i) update(keys[i], weights[i], grads[i]);
 }
 
 Adam::Adam(const HyperParams& params) : Optimizer("adam") {

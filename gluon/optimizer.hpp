@@ -25,6 +25,11 @@ class Optimizer {
   // Applies one step to weight from grad (scaled by rescale_grad), keeping per-copy state under
   // key. State follows its weight to another context (Parameter::reset_ctx) or dtype.
   virtual void update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) = 0;
+  // The same step for a list of copies (a Trainer's whole step): update() for each, unless the
+  // optimizer has a multi-tensor update (SGD: one launch per context and dtype, as MXNet's
+  // multi_sgd_update). Everything is checked before anything changes.
+  virtual void update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
+                            const std::vector<nd::NDArray>& grads);
   double learning_rate() const { return lr_; }
   // Throws mx::ValueError naming the value, and keeps the old rate, unless lr is finite and >= 0.
   void set_learning_rate(double lr);
@@ -53,6 +58,8 @@ class SGD : public Optimizer {
  public:
   explicit SGD(const HyperParams& params);
   void update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) override;
+  void update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
+                    const std::vector<nd::NDArray>& grads) override;
 
  private:
   double momentum_ = 0;

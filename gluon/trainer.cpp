@@ -122,23 +122,24 @@ void Trainer::step(std::int64_t batch_size) {
 }
 
 void Trainer::apply_updates(const char* op, std::int64_t batch_size) {
-  struct Update {
-    StateKey key;
-    nd::NDArray weight, grad;
-  };
-  std::vector<Update> updates;
+  std::vector<StateKey> keys;
+  std::vector<nd::NDArray> weights, grads;
   std::size_t index = 0;  // the parameter's place in the dict, frozen or not: its state's key
   for (auto& [name, param] : params_) {
     const std::size_t param_index = index++;
     if (param.grad_req() == "null") continue;
     const std::vector<nd::NDArray> data = param.list_data();
-    const std::vector<nd::NDArray> grads = param.list_grad();
-    for (std::size_t i = 0; i < data.size(); ++i) updates.push_back({{param_index, i}, data[i], grads[i]});
+    const std::vector<nd::NDArray> param_grads = param.list_grad();
+    for (std::size_t i = 0; i < data.size(); ++i) {
+      keys.push_back({param_index, i});
+      weights.push_back(data[i]);
+      grads.push_back(param_grads[i]);
+    }
   }
   // Note [update count]: the count after this step, and its rate, before anything changes.
   std::int64_t num_update = num_update_;
-  for (const Update& u : updates) {
-    const auto it = update_counts_.find(u.key);
+  for (const StateKey& key : keys) {
+    const auto it = update_counts_.find(key);
     num_update = std::max(num_update, (it == update_counts_.end() ? 0 : it->second) + 1);
   }
   if (lr_scheduler_) {
@@ -150,10 +151,10 @@ void Trainer::apply_updates(const char* op, std::int64_t batch_size) {
     }
     optimizer_->set_learning_rate(lr);
   }
-  for (const Update& u : updates) ++update_counts_[u.key];
+  for (const StateKey& key : keys) ++update_counts_[key];
   num_update_ = num_update;
   optimizer_->set_rescale_grad(rescale_grad_ / static_cast<double>(batch_size));
-  for (Update& u : updates) optimizer_->update(u.key, u.weight, u.grad);
+  optimizer_->update_multi(keys, weights, grads);
 }
 
 }  // namespace mx::gluon

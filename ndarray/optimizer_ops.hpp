@@ -12,6 +12,8 @@
 // weight, grad and every state have one shape, one floating dtype (float32 or float64) and one
 // context; otherwise they throw mx::ShapeError, mx::DTypeError or mx::ContextMismatch naming the
 // op and the operands. The updates are not recorded by autograd.
+#include <vector>
+
 #include "ndarray/array.hpp"
 
 namespace mx::nd {
@@ -23,6 +25,15 @@ void sgd_update(NDArray& weight, const NDArray& grad, double lr, double wd = 0, 
 // mom = momentum * mom - lr * g; weight += mom
 void sgd_mom_update(NDArray& weight, const NDArray& grad, NDArray& mom, double lr, double momentum = 0,
                     double wd = 0, double rescale_grad = 1, double clip_gradient = -1);
+
+// The same for a list of weights in one pass (one kernel launch on a GPU), as MXNet's
+// multi_sgd_update and multi_sgd_mom_update: weights[i] from grads[i] (and moms[i]). Every array
+// shares one context and dtype; the list shares one lr and wd (MXNet's take a tuple of each).
+void multi_sgd_update(std::vector<NDArray>& weights, const std::vector<NDArray>& grads, double lr, double wd = 0,
+                      double rescale_grad = 1, double clip_gradient = -1);
+void multi_sgd_mom_update(std::vector<NDArray>& weights, const std::vector<NDArray>& grads, std::vector<NDArray>& moms,
+                          double lr, double momentum = 0, double wd = 0, double rescale_grad = 1,
+                          double clip_gradient = -1);
 
 // mean = beta1 * mean + (1 - beta1) * g
 // var  = beta2 * var + (1 - beta2) * g²

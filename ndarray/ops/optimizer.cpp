@@ -21,6 +21,33 @@ void update_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   out.assign(inv.inputs.size() - 1, {weight.shape(), weight.dtype()});
 }
 
+// inputs: per weight w, g (and m); outputs: per weight w (and m). Checks that the list is whole and
+// of one dtype, and that each weight's operands have its shape.
+void multi_update_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const char* op = inv.op->name;
+  const std::size_t per_weight = inv.op == &multi_sgd_mom_update_op() ? 3 : 2;
+  const std::size_t weights = static_cast<std::size_t>(inv.params.as<MultiStep>().num_weights);
+  if (inv.inputs.size() != weights * per_weight) {
+    throw ValueError(std::string(op) + ": " + std::to_string(weights) + " weights need " +
+                     std::to_string(weights * per_weight) + " inputs, got " + std::to_string(inv.inputs.size()));
+  }
+  for (std::size_t i = 0; i < weights; ++i) {
+    const NDArray& w = inv.inputs[i * per_weight];
+    nd::check_floating(op, w);
+    nd::check_same_dtype(op, inv.inputs[0], w);
+    for (std::size_t j = 1; j < per_weight; ++j) {
+      const NDArray& x = inv.inputs[i * per_weight + j];
+      nd::check_same_dtype(op, w, x);
+      if (x.shape() != w.shape()) {
+        throw ShapeError(std::string(op) + ": " + nd::describe(x) + " does not match weight " + std::to_string(i) +
+                         " " + nd::describe(w));
+      }
+    }
+    out.push_back({w.shape(), w.dtype()});
+    if (per_weight == 3) out.push_back({w.shape(), w.dtype()});
+  }
+}
+
 // --- CPU loops: the reference of each CUDA kernel ------------------------------------------------
 
 // weight (and mom, for sgd_mom_update) updated from grad.
@@ -33,6 +60,20 @@ void sgd_cpu(const ExecContext&, const Invocation& inv) {
     T* m = inv.outputs.size() > 1 ? static_cast<T*>(inv.outputs[1].data()) : nullptr;
     const std::int64_t n = inv.outputs[0].size();
     parallel_for(n, [&](std::int64_t i) { step.sgd(w[i], g[i], m ? m + i : nullptr); });
+  });
+}
+
+void multi_sgd_cpu(const ExecContext&, const Invocation& inv) {
+  const functors::OptimizerStep& step = inv.params.as<MultiStep>().step;
+  const std::size_t per_weight = inv.inputs.size() / static_cast<std::size_t>(inv.params.as<MultiStep>().num_weights);
+  dispatch_floating(inv.inputs[0].dtype(), inv.op->name, [&](auto tag) {
+    using T = decltype(tag);
+    for (std::size_t i = 0; i < inv.inputs.size() / per_weight; ++i) {
+      T* w = static_cast<T*>(inv.outputs[i * (per_weight - 1)].data());
+      const T* g = static_cast<const T*>(inv.inputs[i * per_weight + 1].data());
+      T* m = per_weight == 3 ? static_cast<T*>(inv.outputs[i * 2 + 1].data()) : nullptr;
+      parallel_for(inv.inputs[i * per_weight].size(), [&](std::int64_t j) { step.sgd(w[j], g[j], m ? m + j : nullptr); });
+    }
   });
 }
 
@@ -74,8 +115,24 @@ Attrs adam_attrs(const Params& params) {
   return attrs;
 }
 
+// MXNet writes a tuple of per-weight rates; the list shares one.
+Attrs multi_sgd_attrs(const Params& params) {
+  const MultiStep& m = params.as<MultiStep>();
+  const auto tuple = [&](double v) {
+    std::string t = "(";
+    for (std::int32_t i = 0; i < m.num_weights; ++i) t += (i ? ", " : "") + std::to_string(v);
+    return t + (m.num_weights == 1 ? ",)" : ")");
+  };
+  Attrs attrs = {{"lrs", tuple(m.step.lr)}, {"wds", tuple(m.step.wd)},
+                 {"rescale_grad", std::to_string(m.step.rescale)}, {"clip_gradient", std::to_string(m.step.clip)},
+                 {"num_weights", std::to_string(m.num_weights)}};
+  if (params.as<MultiStep>().step.momentum != 0) attrs.emplace_back("momentum", std::to_string(m.step.momentum));
+  return attrs;
+}
+
 // Every op of the family is in the registry from the start (find_op, graph import).
-[[maybe_unused]] const bool family_registered = (sgd_update_op(), sgd_mom_update_op(), adam_update_op(), true);
+[[maybe_unused]] const bool family_registered =
+    (sgd_update_op(), sgd_mom_update_op(), adam_update_op(), multi_sgd_update_op(), multi_sgd_mom_update_op(), true);
 
 }  // namespace
 
@@ -95,6 +152,20 @@ const OpDef& sgd_mom_update_op() {
 const OpDef& adam_update_op() {
   static const OpDef def{"adam_update", &update_infer, &adam_cpu, NDG_GPU_KERNEL(gpu::adam_update), nullptr,
                          &adam_attrs};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+const OpDef& multi_sgd_update_op() {
+  static const OpDef def{"multi_sgd_update", &multi_update_infer, &multi_sgd_cpu,
+                         NDG_GPU_KERNEL(gpu::multi_sgd_update), nullptr, &multi_sgd_attrs};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+const OpDef& multi_sgd_mom_update_op() {
+  static const OpDef def{"multi_sgd_mom_update", &multi_update_infer, &multi_sgd_cpu,
+                         NDG_GPU_KERNEL(gpu::multi_sgd_update), nullptr, &multi_sgd_attrs};
   static const OpDef& reg = register_op(def);
   return reg;
 }
@@ -154,6 +225,52 @@ void sgd_mom_update(NDArray& weight, const NDArray& grad, NDArray& mom, double l
   functors::OptimizerStep step = common_step(lr, wd, rescale_grad, clip_gradient);
   step.momentum = momentum;
   op::invoke_into(op::sgd_mom_update_op(), {weight, grad, mom}, {weight, mom}, step);
+}
+
+namespace {
+
+// weights[i] (and moms[i]) updated from grads[i], one launch per list. Everything is checked
+// before anything changes.
+void multi_sgd(const char* op, std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
+               std::vector<NDArray>* moms, functors::OptimizerStep step) {
+  if (grads.size() != weights.size() || (moms && moms->size() != weights.size())) {
+    throw ValueError(std::string(op) + ": " + std::to_string(weights.size()) + " weights, " +
+                     std::to_string(grads.size()) + " gradients" +
+                     (moms ? " and " + std::to_string(moms->size()) + " momenta" : std::string()) +
+                     "; every weight needs its own");
+  }
+  if (weights.empty()) return;
+  std::vector<NDArray> inputs, outputs;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    check_weight(op, weights[i]);
+    check_operand(op, "grad", weights[i], grads[i]);
+    if (moms) check_operand(op, "mom", weights[i], (*moms)[i]);
+    if (weights[i].context() != weights[0].context()) check_same_context(op, weights[0], weights[i]);
+    inputs.push_back(weights[i]);
+    inputs.push_back(grads[i]);
+    outputs.push_back(weights[i]);
+    if (moms) {
+      inputs.push_back((*moms)[i]);
+      outputs.push_back((*moms)[i]);
+    }
+  }
+  const op::MultiStep params{step, static_cast<std::int32_t>(weights.size())};
+  op::invoke_into(moms ? op::multi_sgd_mom_update_op() : op::multi_sgd_update_op(), std::move(inputs),
+                  std::move(outputs), params);
+}
+
+}  // namespace
+
+void multi_sgd_update(std::vector<NDArray>& weights, const std::vector<NDArray>& grads, double lr, double wd,
+                      double rescale_grad, double clip_gradient) {
+  multi_sgd("multi_sgd_update", weights, grads, nullptr, common_step(lr, wd, rescale_grad, clip_gradient));
+}
+
+void multi_sgd_mom_update(std::vector<NDArray>& weights, const std::vector<NDArray>& grads, std::vector<NDArray>& moms,
+                          double lr, double momentum, double wd, double rescale_grad, double clip_gradient) {
+  functors::OptimizerStep step = common_step(lr, wd, rescale_grad, clip_gradient);
+  step.momentum = momentum;
+  multi_sgd("multi_sgd_mom_update", weights, grads, &moms, step);
 }
 
 void adam_update(NDArray& weight, const NDArray& grad, NDArray& mean, NDArray& var, double lr, double beta1,

@@ -175,4 +175,58 @@ BOOST_AUTO_TEST_CASE(context_errors, *boost::unit_test::precondition(ndg_test::n
                         "sgd_mom_update", "mom (2, 3) float32 @cpu(0)");
 }
 
+// 40 weights of assorted sizes (one launch holds 32 on a GPU, so the list takes two; one is empty):
+// the multi-tensor update equals the single one, bit for bit, with and without momentum.
+BOOST_AUTO_TEST_CASE(multi_sgd_updates_equal_the_single_ones) {
+  for_each_case([](const Hyper& h, mx::Context ctx, DType dt) {
+    for (const double momentum : {0.0, 0.9}) {
+      BOOST_TEST_CONTEXT("momentum " << momentum) {
+        std::vector<nd::NDArray> weights, grads, moms, single_w, single_m;
+        for (std::size_t i = 0; i < 40; ++i) {
+          const std::int64_t n = i == 7 ? 0 : static_cast<std::int64_t>(1 + (i * 37) % 300);
+          const auto make = [&](unsigned seed) {
+            return nd::array(ndg_test::uniform_values(static_cast<std::size_t>(n), seed), {n}, ctx, dt);
+          };
+          weights.push_back(make(3 * static_cast<unsigned>(i)));
+          grads.push_back(make(3 * static_cast<unsigned>(i) + 1));
+          moms.push_back(make(3 * static_cast<unsigned>(i) + 2));
+          single_w.push_back(weights.back().copy());
+          single_m.push_back(moms.back().copy());
+        }
+        if (momentum == 0) nd::multi_sgd_update(weights, grads, 0.1, h.wd, h.rescale, h.clip);
+        else nd::multi_sgd_mom_update(weights, grads, moms, 0.1, momentum, h.wd, h.rescale, h.clip);
+        for (std::size_t i = 0; i < weights.size(); ++i) {
+          if (momentum == 0) nd::sgd_update(single_w[i], grads[i], 0.1, h.wd, h.rescale, h.clip);
+          else nd::sgd_mom_update(single_w[i], grads[i], single_m[i], 0.1, momentum, h.wd, h.rescale, h.clip);
+          BOOST_TEST_CONTEXT("weight " << i) {
+            BOOST_TEST(values(weights[i]) == values(single_w[i]), tt::per_element());
+            BOOST_TEST(values(moms[i]) == values(single_m[i]), tt::per_element());
+          }
+        }
+      }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(multi_sgd_errors_change_nothing) {
+  std::vector<nd::NDArray> weights{nd::ones({2}), nd::ones({3})}, moms{nd::zeros({2}), nd::zeros({3})};
+  NDG_CHECK_THROWS_WITH(nd::multi_sgd_update(weights, {nd::ones({2})}, 0.1), mx::ValueError, "multi_sgd_update",
+                        "2 weights, 1 gradients");
+  NDG_CHECK_THROWS_WITH(nd::multi_sgd_update(weights, {nd::ones({2}), nd::ones({4})}, 0.1), mx::ShapeError,
+                        "multi_sgd_update", "grad (4,) float32", "weight (3,) float32");
+  NDG_CHECK_THROWS_WITH(
+      nd::multi_sgd_update(weights, {nd::ones({2}), nd::ones({3}, mx::cpu(), DType::float64)}, 0.1), mx::DTypeError,
+      "multi_sgd_update", "grad (3,) float64");
+  std::vector<nd::NDArray> mixed{nd::ones({2}), nd::ones({3}, mx::cpu(), DType::float64)};
+  NDG_CHECK_THROWS_WITH(
+      nd::multi_sgd_update(mixed, {nd::ones({2}), nd::ones({3}, mx::cpu(), DType::float64)}, 0.1), mx::DTypeError,
+      "multi_sgd_update", "float32", "float64");
+  std::vector<nd::NDArray> short_moms{nd::zeros({2})};
+  NDG_CHECK_THROWS_WITH(nd::multi_sgd_mom_update(weights, {nd::ones({2}), nd::ones({3})}, short_moms, 0.1, 0.9),
+                        mx::ValueError, "multi_sgd_mom_update", "1 momenta");
+  for (const nd::NDArray& w : weights) BOOST_TEST(values(w) == Values(static_cast<std::size_t>(w.size()), 1.0), tt::per_element());
+  std::vector<nd::NDArray> none;
+  nd::multi_sgd_update(none, {}, 0.1);  // an empty list does nothing
+}
+
 BOOST_AUTO_TEST_SUITE_END()
