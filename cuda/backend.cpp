@@ -42,6 +42,11 @@ class GpuBackend final : public Backend {
     NDG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, on.stream()));
   }
 
+  void copy_batch(Context ctx, const std::vector<CopyItem>& items) override {
+    OnDevice on(ctx, "copy_batch");
+    cuda::copy_batch(on.stream(), items);
+  }
+
   void copy_2d(Context ctx, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
                std::size_t width, std::size_t height) override {
     OnDevice on(ctx, "copy_2d");

@@ -11,5 +11,7 @@ namespace mx::cuda {
 
 void gather(cudaStream_t stream, DType dt, const GatherIndex& index, const void* in, void* out);
 void scatter(cudaStream_t stream, DType dt, const GatherIndex& index, const void* in, void* out);
+// Every item's bytes copied, in as few launches as the kernel's parameter space allows.
+void copy_batch(cudaStream_t stream, const std::vector<CopyItem>& items);
 
 }  // namespace mx::cuda

@@ -42,4 +42,62 @@ void scatter(cudaStream_t stream, DType dt, const GatherIndex& index, const void
   move<true>(stream, dt, index, in, out);
 }
 
+namespace {
+
+// Up to kMaxCopies copies of one launch, as one virtual concatenation of words of type W: copy c
+// holds words [end[c - 1], end[c]).
+constexpr int kMaxCopies = 48;
+template <class W>
+struct CopyList {
+  W* dst[kMaxCopies];
+  const W* src[kMaxCopies];
+  std::int64_t end[kMaxCopies];
+  int count = 0;
+};
+
+template <class W>
+__global__ void copy_words(CopyList<W> list) {
+  const std::int64_t total = list.end[list.count - 1];
+  for (std::int64_t i = global_thread(); i < total; i += grid_stride()) {
+    int lo = 0, hi = list.count - 1;  // the first copy whose end is past i
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (list.end[mid] > i) hi = mid;
+      else lo = mid + 1;
+    }
+    list.dst[lo][i - (lo ? list.end[lo - 1] : 0)] = list.src[lo][i - (lo ? list.end[lo - 1] : 0)];
+  }
+}
+
+// The items in words of W (every address and size a multiple of sizeof(W)).
+template <class W>
+void copy_lists(cudaStream_t stream, const std::vector<CopyItem>& items) {
+  CopyList<W> list;
+  const auto flush = [&] {
+    if (list.count > 0) launch(stream, "copy_batch", list.end[list.count - 1], &copy_words<W>, list);
+    list.count = 0;
+  };
+  for (const CopyItem& item : items) {
+    if (item.bytes == 0) continue;
+    const int c = list.count++;
+    list.dst[c] = static_cast<W*>(item.dst);
+    list.src[c] = static_cast<const W*>(item.src);
+    list.end[c] = (c ? list.end[c - 1] : 0) + static_cast<std::int64_t>(item.bytes / sizeof(W));
+    if (list.count == kMaxCopies) flush();
+  }
+  flush();
+}
+
+}  // namespace
+
+void copy_batch(cudaStream_t stream, const std::vector<CopyItem>& items) {
+  std::uintptr_t bits = 0;
+  for (const CopyItem& item : items) {
+    bits |= reinterpret_cast<std::uintptr_t>(item.dst) | reinterpret_cast<std::uintptr_t>(item.src) | item.bytes;
+  }
+  if (bits % 16 == 0) return copy_lists<uint4>(stream, items);
+  if (bits % 4 == 0) return copy_lists<std::uint32_t>(stream, items);
+  copy_lists<unsigned char>(stream, items);
+}
+
 }  // namespace mx::cuda

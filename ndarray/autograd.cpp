@@ -2,9 +2,11 @@
 
 #include "ndarray/autograd_access.hpp"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
 #include "ndarray/creation.hpp"
 #include "ndarray/elementwise.hpp"
@@ -91,6 +93,25 @@ std::vector<Node*> consumers_first(Node* root) {
   return {postorder.rbegin(), postorder.rend()};
 }
 
+// The "write" leaves' gradients copied into their buffers once backward has computed them all:
+// contiguous ones in one batch per context (one launch on a GPU), the others by copyto.
+void write_leaves(const std::vector<std::pair<nd::NDArray, nd::NDArray>>& writes) {
+  const profiler::Range range("gradients written into the leaves");
+  std::vector<std::pair<Context, std::vector<CopyItem>>> batches;
+  for (const auto& [grad, target] : writes) {
+    if (!grad.is_contiguous() || !target.is_contiguous() || grad.context() != target.context() ||
+        grad.shares_memory(target) || grad.size() == 0) {
+      nd::NDArray buffer = target;
+      grad.copyto(buffer);
+      continue;
+    }
+    auto it = std::find_if(batches.begin(), batches.end(), [&](const auto& b) { return b.first == target.context(); });
+    if (it == batches.end()) it = batches.insert(batches.end(), {target.context(), {}});
+    it->second.push_back({target.data(), grad.data(), static_cast<std::size_t>(grad.size()) * dtype_size(grad.dtype())});
+  }
+  for (const auto& [ctx, items] : batches) backend(ctx).copy_batch(ctx, items);
+}
+
 }  // namespace
 
 void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
@@ -122,16 +143,16 @@ void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
   auto scope = pause(is_training());
   std::unordered_map<Node*, nd::NDArray> grads;
   grads[root.get()] = head_grad.is_none() ? nd::ones_like(head) : head_grad;
+  std::vector<std::pair<nd::NDArray, nd::NDArray>> leaf_writes;  // (gradient, the leaf's buffer)
   for (Node* node : consumers_first(root.get())) {
     const auto it = grads.find(node);
     if (it == grads.end()) continue;
     const nd::NDArray grad = it->second;
     grads.erase(it);
     if (node->leaf) {
-      const profiler::Range leaf_range("gradient of a leaf (written into its buffer)");
       nd::NDArray target = node->grad;
       if (node->accumulate) target += grad;
-      else grad.copyto(target);
+      else leaf_writes.emplace_back(grad, target);
       continue;
     }
     const std::string label = profiler::is_running() ? std::string("gradient of ") + node->op : std::string();
@@ -145,6 +166,7 @@ void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
       if (!inserted) slot->second = slot->second + input_grads[i];
     }
   }
+  write_leaves(leaf_writes);
 }
 
 }  // namespace mx::autograd

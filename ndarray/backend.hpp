@@ -22,6 +22,13 @@ struct MemoryStats {
   std::size_t reserved = 0;   // bytes held by the allocator, allocated + cached
 };
 
+// One copy of copy_batch: bytes from src to dst, on one context, not overlapping.
+struct CopyItem {
+  void* dst;
+  const void* src;
+  std::size_t bytes;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -35,6 +42,9 @@ class Backend {
   virtual void copy(Context ctx, void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy_2d(Context ctx, void* dst, std::size_t dst_pitch, const void* src,
                        std::size_t src_pitch, std::size_t width, std::size_t height) = 0;
+  // Several copies within ctx at once: one kernel on a GPU (autograd writes every leaf's gradient
+  // with one launch), a memcpy each on the CPU.
+  virtual void copy_batch(Context ctx, const std::vector<CopyItem>& items) = 0;
 
   // Copy between contexts (host<->device, device<->device); the GPU backend handles every pair
   // that involves a GPU. When it returns, dst is readable on the CPU or ordered on dst's stream.

@@ -57,6 +57,12 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void copy_batch(Context, const std::vector<CopyItem>& items) override {
+    for (const CopyItem& item : items) {
+      if (item.bytes) std::memcpy(item.dst, item.src, item.bytes);
+    }
+  }
+
   void copy_across(Context, void* dst, Context, const void* src, std::size_t bytes) override {
     if (bytes) std::memmove(dst, src, bytes);
   }

@@ -352,6 +352,14 @@ std::vector<OpCase> shape_cases() {
       {"dot of T views", {{{3, 2}}, {{4, 3}}}, [](const auto& v) { return nd::dot(v[0].T(), v[1].T()); }},
       {"T view + broadcast_to view", {{{3, 2}}, {{3}}},
        [](const auto& v) { return v[0].T() + nd::broadcast_to(v[1], {2, 3}); }},
+      // pick: the index is a constant (it gets no gradient); clipped, wrapped and kept as extent 1.
+      {"pick axis 1 of (3, 4)", {{{3, 4}}},
+       [](const auto& v) { return nd::pick(v[0], nd::array({1, 3, -2}, v[0].context()), 1); }},
+      {"pick axis 0 of (3, 4), keepdims, wrap", {{{3, 4}}},
+       [](const auto& v) { return nd::pick(v[0], nd::array({{-1, 4, 2, 0}}, v[0].context()), 0, true, "wrap"); }},
+      {"pick axis 1 of (2, 3, 2) * x", {{{2, 3, 2}}, {{2, 2}}}, [](const auto& v) {
+         return nd::pick(v[0], nd::array({{2, 0}, {1, 1}}, v[0].context(), DType::int32), 1) * v[1];
+       }},
   };
 }
 
@@ -376,6 +384,10 @@ std::vector<OpCase> softmax_cases() {
       {"log_softmax (2, 3, 4) axis -2", {{{2, 3, 4}, -3.0, 3.0}},
        [](const auto& v) { return nd::log_softmax(v[0], -2); }},
       {"softmax of large logits", {{{2, 3}, 98.0, 101.0}}, [](const auto& v) { return nd::softmax(v[0]); }},
+      {"softmax (2, 40) (rows longer than a warp)", {{{2, 40}, -3.0, 3.0}},
+       [](const auto& v) { return nd::softmax(v[0]); }},
+      {"log_softmax (2, 40) (rows longer than a warp)", {{{2, 40}, -3.0, 3.0}},
+       [](const auto& v) { return nd::log_softmax(v[0]); }},
   };
 }
 
@@ -684,6 +696,40 @@ BOOST_AUTO_TEST_CASE(grad_req_write_overwrites_and_add_accumulates) {
     BOOST_TEST(w.grad().asvector<float>() == (std::vector<float>{5, 5, 5}), tt::per_element());
     BOOST_TEST(a.grad().asvector<float>() == (std::vector<float>{9, -3, 17}), tt::per_element());
     NDG_CHECK_THROWS_WITH(a.attach_grad("sum"), mx::ValueError, "grad_req", "sum");
+  });
+}
+
+// 60 leaves (more than one batch of leaf writes holds on a GPU) of odd sizes, in float32 and
+// float64, one of them a strided view's buffer: each gets its own gradient, k * x_k.
+BOOST_AUTO_TEST_CASE(many_leaves_each_get_their_gradient) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    for (const DType dt : {DType::float32, DType::float64}) {
+      BOOST_TEST_CONTEXT(mx::dtype_name(dt)) {
+        std::vector<nd::NDArray> xs;
+        for (int k = 0; k < 60; ++k) {
+          xs.push_back(nd::arange(0, 1 + (k * 7) % 23, 1, ctx, dt));
+          xs.back().attach_grad();
+        }
+        const nd::NDArray base = nd::zeros({2, 3}, ctx, dt);
+        nd::NDArray y = nd::arange(1, 7, 1, ctx, dt).reshape({3, 2});
+        ag::mark_variable(y, base.T());  // a strided gradient buffer: written through the view
+        {
+          auto scope = ag::record();
+          nd::NDArray total = (y * y).sum();
+          for (int k = 0; k < 60; ++k) total = total + (xs[static_cast<std::size_t>(k)] * xs[static_cast<std::size_t>(k)]).sum() * (k / 2.0);
+          total.backward();
+        }
+        for (int k = 0; k < 60; ++k) {
+          const Values x = xs[static_cast<std::size_t>(k)].asvector<double>();
+          const Values g = xs[static_cast<std::size_t>(k)].grad().asvector<double>();
+          Values want(x.size());
+          for (std::size_t i = 0; i < x.size(); ++i) want[i] = k * x[i];
+          BOOST_TEST_CONTEXT("leaf " << k) { BOOST_TEST(g == want, tt::per_element()); }
+        }
+        BOOST_TEST(y.grad().asvector<double>() == (Values{2, 4, 6, 8, 10, 12}), tt::per_element());
+        BOOST_TEST(base.asvector<double>() == (Values{2, 6, 10, 4, 8, 12}), tt::per_element());
+      }
+    }
   });
 }
 
