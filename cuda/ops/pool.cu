@@ -1,6 +1,7 @@
 // GPU launches of Pooling and its backward (ndarray/ops/pool.cpp has the ops and the CPU loops):
-// one thread per output element forward, one per input element backward (a gather over the
-// windows that hold it: no atomics), both through the element functions of conv_kernels.hpp.
+// one thread per output element forward; backward one per output writing its window where windows
+// do not overlap, else one per input element (a gather over the windows that hold it); no atomics
+// either way. Both through the element functions of conv_kernels.hpp.
 #include "cuda/launch.hpp"
 #include "ndarray/ops/conv_kernels.hpp"
 
@@ -20,6 +21,12 @@ template <class T, class I>
 __global__ void pool_backward_elements(ConvGeometry g, PoolingParams p, const T* dy, const std::int32_t* argmax, T* dx,
                                        I n) {
   for (I i = global_thread(); i < n; i += grid_stride()) dx[i] = pool_backward_element(g, p, dy, argmax, i);
+}
+
+template <class T, class I>
+__global__ void pool_backward_windows(ConvGeometry g, PoolingParams p, const T* dy, const std::int32_t* argmax, T* dx,
+                                      I n) {
+  for (I i = global_thread(); i < n; i += grid_stride()) pool_backward_window(g, p, dy, argmax, dx, i);
 }
 
 // fn(I{}) with the narrowest index type that holds every index of g.
@@ -55,6 +62,14 @@ void pooling_backward(const ExecContext& ec, const Invocation& inv) {
     using T = decltype(tag);
     with_index_type(g, [&](auto index) {
       using I = decltype(index);
+      if (windows_disjoint(g)) {  // a thread per output writes its window
+        if (!windows_tile(g)) {
+          NDG_CUDA_CHECK(cudaMemsetAsync(dx.data(), 0, static_cast<std::size_t>(dx.size()) * sizeof(T), cuda::stream_of(ec)));
+        }
+        cuda::launch(ec, "Pooling", dy.size(), &pool_backward_windows<T, I>, g, p, static_cast<const T*>(dy.data()),
+                     argmax, static_cast<T*>(dx.data()), static_cast<I>(dy.size()));
+        return;
+      }
       cuda::launch(ec, "Pooling", dx.size(), &pool_backward_elements<T, I>, g, p, static_cast<const T*>(dy.data()),
                    argmax, static_cast<T*>(dx.data()), static_cast<I>(dx.size()));
     });

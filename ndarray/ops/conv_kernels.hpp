@@ -254,6 +254,51 @@ NDG_HD T pool_backward_element(const ConvGeometry& g, const PoolingParams& p, co
   return sum;
 }
 
+// Windows that do not overlap (stride >= kernel along every axis): backward then goes one thread
+// per output, writing its window (pool_backward_window), a quarter of the threads of the gather
+// for 2x2 windows and no search for the covering outputs.
+inline bool windows_disjoint(const ConvGeometry& g) {
+  for (int d = 0; d < 3; ++d) {
+    if (g.window.stride[d] < g.window.kernel[d]) return false;
+  }
+  return true;
+}
+
+// Whether disjoint windows also cover every input element, so that writing the windows writes all
+// of dx (no zeroing first): stride == kernel, no padding, and the windows reach the end.
+inline bool windows_tile(const ConvGeometry& g) {
+  for (int d = 0; d < 3; ++d) {
+    const Window& w = g.window;
+    if (w.stride[d] != w.kernel[d] || w.pad[d] != 0 || static_cast<std::int64_t>(g.out[d]) * w.stride[d] < g.in[d]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Output i's share of dx, for disjoint windows: dy at the window's max and 0 at its other elements,
+// or dy / divisor at each element for avg.
+template <class T, class I>
+NDG_HD void pool_backward_window(const ConvGeometry& g, const PoolingParams& p, const T* dy, const std::int32_t* argmax,
+                                 T* dx, I i) {
+  const I outs = static_cast<I>(g.out_size()), ins = static_cast<I>(g.in_size());
+  const I plane = i / outs;
+  I o[3];
+  unravel3(i - plane * outs, g.out, o);
+  const Span<I> s0 = pool_span(g, 0, o[0]), s1 = pool_span(g, 1, o[1]), s2 = pool_span(g, 2, o[2]);
+  T* out = dx + static_cast<std::int64_t>(plane) * ins;
+  const T v = p.max ? dy[i] : dy[i] / static_cast<T>(pool_divisor(g, p.count_include_pad, o));
+  const I best = p.max ? static_cast<I>(argmax[i]) : I(-1);
+  for (I a = s0.begin; a < s0.end; ++a) {
+    for (I b = s1.begin; b < s1.end; ++b) {
+      for (I c = s2.begin; c < s2.end; ++c) {
+        const I at = (a * g.in[1] + b) * g.in[2] + c;
+        out[at] = !p.max || at == best ? v : T(0);
+      }
+    }
+  }
+}
+
 // Whether every index of a pooling over x (and its output) fits in 32 bits.
 inline bool fits_int32(const ConvGeometry& g) {
   const std::int64_t limit = std::int64_t{1} << 31;

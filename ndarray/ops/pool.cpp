@@ -6,6 +6,8 @@
 #include "ndarray/checks.hpp"
 #include "ndarray/nn.hpp"
 #include "ndarray/ops/conv_kernels.hpp"
+#include <algorithm>
+
 #include "ndarray/ops/parallel.hpp"
 
 namespace mx::op {
@@ -71,6 +73,12 @@ void backward_cpu(const ExecContext&, const Invocation& inv) {
     using T = decltype(tag);
     const T* grad = static_cast<const T*>(dy.data());
     T* out = static_cast<T*>(dx.data());
+    if (windows_disjoint(g)) {
+      if (!windows_tile(g)) std::fill(out, out + dx.size(), T(0));
+      parallel_for(dy.size(), [&](std::int64_t i) { pool_backward_window(g, p, grad, argmax, out, i); },
+                   dx.size() * 2);
+      return;
+    }
     parallel_for(dx.size(), [&](std::int64_t i) { out[i] = pool_backward_element(g, p, grad, argmax, i); },
                  dx.size() * 4);
   });

@@ -357,6 +357,11 @@ std::vector<PoolCase> pool_cases() {
       {4, {7, 6}, {2, 3}, {2, 1}, {1, 1}, true, true, true},     // max, full, uneven
       {2, {4, 5, 4}, {2, 2, 3}, {2, 2, 1}, {0, 1, 1}, true, false, true},   // 3-D max
       {2, {4, 5, 4}, {2, 3, 2}, {1, 2, 2}, {1, 0, 1}, false, false, false},  // 3-D avg
+      // Disjoint windows (backward a thread per window): tiling, leaving a row out, with padding.
+      {4, {6, 8}, {2, 2}, {2, 2}, {0, 0}, true, false, false},   // max, the windows tile the input
+      {4, {7, 6}, {2, 2}, {2, 2}, {0, 0}, true, false, true},    // max, the last row in no window
+      {4, {7, 6}, {2, 2}, {3, 2}, {1, 0}, false, false, true},   // avg, gaps and padding
+      {4, {7, 6}, {2, 2}, {2, 2}, {1, 1}, false, true, false},   // avg, full, padding
   };
 }
 
