@@ -2,6 +2,7 @@
 
 #include "ndarray/describe.hpp"
 #include "ndarray/elementwise.hpp"
+#include "ndarray/manipulation.hpp"
 #include "ndarray/reduce.hpp"
 #include "ndarray/softmax.hpp"
 
@@ -18,22 +19,17 @@ nd::NDArray label_like(const char* loss, const nd::NDArray& pred, const nd::NDAr
   return label.astype(pred.dtype()).reshape(pred.shape());
 }
 
-// Mean over every axis but the first: (batch, ...) -> (batch,).
+// Mean over every axis but the first: (batch, ...) -> (batch,). Where each sample has one value
+// already, x itself or a view of it (no op; gradients flow through the reshape).
 nd::NDArray per_sample_mean(const nd::NDArray& x) {
   if (x.ndim() < 1) throw ShapeError("loss: prediction needs a batch axis, got " + nd::describe(x));
+  if (x.ndim() == 1) return x;
   const std::int64_t batch = x.shape()[0];
+  if (x.size() == batch) return x.reshape({batch});
   return x.reshape({batch, batch ? x.size() / batch : 0}).mean(1);
 }
 
 nd::NDArray scaled(const nd::NDArray& x, double weight) { return weight == 1.0 ? x : x * weight; }
-
-// Class ids as MXNet's pick (mode "clip") reads sparse labels: truncated to integers and clipped
-// to [0, classes - 1], so that a label out of range scores the nearest class rather than nothing.
-nd::NDArray class_ids(const nd::NDArray& label, std::int64_t classes) {
-  if (label.dtype() == DType::uint8 && classes > 256) return label;  // every uint8 value is a class
-  const nd::NDArray clipped = nd::minimum(nd::maximum(label, 0.0), static_cast<double>(classes - 1));
-  return is_floating(clipped.dtype()) ? clipped.astype(DType::int32) : clipped;
-}
 
 }  // namespace
 
@@ -46,11 +42,14 @@ nd::NDArray L1Loss::operator()(const nd::NDArray& pred, const nd::NDArray& label
   return per_sample_mean(scaled(nd::abs(pred - label_like("L1Loss", pred, label)), weight_));
 }
 
+// As MXNet's Gluon: -pick(log_softmax(pred), label) for sparse labels (pick's mode "clip" reads
+// them: truncated, and clipped to [0, classes - 1], so that a label out of range scores the
+// nearest class), -sum(log_softmax(pred) * label) for dense ones; then the mean per sample.
 nd::NDArray SoftmaxCrossEntropyLoss::operator()(const nd::NDArray& pred, const nd::NDArray& label) const {
   nd::check_same_context("SoftmaxCrossEntropyLoss", pred, label);
   const int axis = normalize_axis("SoftmaxCrossEntropyLoss", axis_, pred.shape());
   const nd::NDArray logp = from_logits_ ? pred : nd::log_softmax(pred, axis);
-  nd::NDArray target;
+  nd::NDArray picked;  // log-probability of the labels, pred's shape without the class axis
   if (sparse_label_) {
     if (label.size() * pred.shape()[axis] != pred.size() || axis != pred.ndim() - 1) {
       throw ShapeError("SoftmaxCrossEntropyLoss: sparse label " + nd::describe(label) +
@@ -58,13 +57,13 @@ nd::NDArray SoftmaxCrossEntropyLoss::operator()(const nd::NDArray& pred, const n
                        " (classes along the last axis)");
     }
     std::vector<std::int64_t> dims(pred.shape().begin(), pred.shape().end() - 1);
-    const std::int64_t classes = pred.shape()[axis];
-    target = nd::one_hot(class_ids(label, classes).reshape(Shape(dims)), classes, pred.dtype());
+    if (dims.empty()) dims.push_back(1);
+    picked = nd::pick(logp, label.reshape(Shape(dims)), axis);
   } else {
-    target = label_like("SoftmaxCrossEntropyLoss", pred, label);
+    picked = nd::sum(logp * label_like("SoftmaxCrossEntropyLoss", pred, label), axis);
   }
-  const nd::NDArray picked = nd::sum(logp * target, axis);  // log-probability of the labels
-  return per_sample_mean(scaled(-picked, weight_));
+  // The sign and the weight in one op.
+  return per_sample_mean(weight_ == 1.0 ? -picked : picked * -weight_);
 }
 
 nd::NDArray SigmoidBinaryCrossEntropyLoss::operator()(const nd::NDArray& pred, const nd::NDArray& label) const {

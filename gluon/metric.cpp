@@ -65,19 +65,6 @@ void check_scores(const std::string& method, const nd::NDArray& labels, const nd
   }
 }
 
-// Each row's score at its label, picked on the scores' context, and whether that score is NaN;
-// both (B, 1). is_label holds the rows' one-hot masks (B, C) in the scores' dtype. Every other
-// class is lowered to -inf before the row's max is taken: a product with the mask would turn an
-// infinite score elsewhere in the row into NaN. (A NaN at the label comes out as +inf there,
-// which is why is_nan says so.)
-struct Picked {
-  nd::NDArray score, is_nan;
-};
-Picked pick(const nd::NDArray& scores, const nd::NDArray& is_label) {
-  const nd::NDArray bound = (is_label * 2.0 - 1.0) * std::numeric_limits<double>::infinity();  // ±inf
-  return {nd::minimum(scores, bound).max(1, true), ((scores != scores) * is_label).sum(1, true)};
-}
-
 }  // namespace
 
 // ---- EvalMetric ---------------------------------------------------------------------------------
@@ -153,12 +140,13 @@ EvalMetric::Measure TopKAccuracy::evaluate(const nd::NDArray& labels, const nd::
   }
   const nd::NDArray label_ids = nd::array(in_range_ids, {batch, 1}, ctx, dtype);
   const nd::NDArray class_ids = nd::arange(0.0, static_cast<double>(classes), 1.0, ctx, dtype).reshape({1, classes});
-  const Picked label = pick(scores, class_ids == label_ids);
+  // Each row's score at its label, (B, 1), and whether it is NaN (such a label is never correct).
+  const nd::NDArray label_score = nd::pick(scores, label_ids, 1, true);
   // The label's rank: the classes before it in a stable sort by descending score, i.e. those with
   // a higher score and those with an equal one and a smaller id.
   const nd::NDArray rank =
-      ((scores > label.score) + (scores == label.score) * (class_ids < label_ids)).sum(1, true);
-  const std::vector<double> host = nd::concat({rank, label.is_nan}, 1).asvector<double>();  // (B, 2)
+      ((scores > label_score) + (scores == label_score) * (class_ids < label_ids)).sum(1, true);
+  const std::vector<double> host = nd::concat({rank, label_score != label_score}, 1).asvector<double>();  // (B, 2)
   std::int64_t correct = 0;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const bool valid = ids[i] >= 0 && ids[i] < classes && host[2 * i + 1] == 0;
@@ -188,16 +176,11 @@ EvalMetric::Measure CrossEntropy::evaluate(const nd::NDArray& labels, const nd::
                        std::to_string(classes) + ")");
     }
   }
-  const Context ctx = preds.context();
-  const nd::NDArray label_ids = nd::array(ids, {batch, 1}, ctx, preds.dtype());
-  const nd::NDArray class_ids = nd::arange(0.0, static_cast<double>(classes), 1.0, ctx, preds.dtype()).reshape({1, classes});
-  const Picked label = pick(preds, class_ids == label_ids);
-  const std::vector<double> host = nd::concat({label.score, label.is_nan}, 1).asvector<double>();  // (B, 2)
+  // Each row's probability at its label (NaN where it is NaN), picked on the preds' context.
+  const nd::NDArray label_ids = nd::array(ids, {batch}, preds.context(), DType::int64);
+  const std::vector<double> p = nd::pick(preds, label_ids, 1).asvector<double>();
   double sum = 0;
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const double p = host[2 * i + 1] == 0 ? host[2 * i] : std::numeric_limits<double>::quiet_NaN();
-    sum += -std::log(p + eps_);
-  }
+  for (const double label_p : p) sum += -std::log(label_p + eps_);
   return {sum, batch};
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Shape manipulation. reshape, transpose, swapaxes and broadcast_to return views of the same
-// storage (shape, strides, offset), as NumPy's; concat, slice_axis and cast copy.
+// storage (shape, strides, offset), as NumPy's; concat, slice_axis, cast and pick copy.
+#include <string>
 #include <vector>
 
 #include "ndarray/array.hpp"
@@ -23,5 +24,12 @@ NDArray broadcast_to(const NDArray& x, const Shape& shape);
 // x's values converted to dtype (C++ conversions: floats to integers truncate toward zero), as
 // mx.nd.cast; x.astype(dtype) is the same. A copy even when dtype is x's.
 NDArray cast(const NDArray& x, DType dtype);
+// data's elements at index along axis, as mx.nd.pick: out[i, j] = data[i, index[i, j], j] around
+// the axis. data (d_0, ..., d_axis, ..., d_n), index shaped as data without the axis or with extent
+// 1 there, in any dtype (floats truncate toward zero) -> data's shape without the axis (keepdims:
+// with extent 1 there), in data's dtype. mode "clip" clips indices to [0, d_axis - 1], "wrap" takes
+// them modulo d_axis. The gradient flows to data only: zero where nothing was picked.
+NDArray pick(const NDArray& data, const NDArray& index, int axis = -1, bool keepdims = false,
+             const std::string& mode = "clip");
 
 }  // namespace mx::nd

@@ -1,7 +1,7 @@
-// GPU launch of softmax / log_softmax (ndarray/ops/softmax.cpp has the ops and the CPU loop).
-// Lines along the last axis (inner == 1) take one warp each, reading the line three times from
-// L1/L2; other axes take one thread per (outer, inner) line, whose reads are coalesced across
-// neighbouring threads.
+// GPU launches of softmax / log_softmax and of their backward ops (ndarray/ops/softmax.cpp has the
+// ops and the CPU loops). Lines along the last axis (inner == 1) take one warp each, reading the
+// line three times (backward: twice) from L1/L2; other axes take one thread per (outer, inner)
+// line, whose reads are coalesced across neighbouring threads.
 #include <cmath>
 
 #include "cuda/launch.hpp"
@@ -62,6 +62,39 @@ __global__ void softmax_lines(const T* x, T* y, ReduceShape s, bool log) {
   }
 }
 
+// Backward, one warp per line of `length` contiguous elements: the line's sum, then dx.
+template <class T>
+__global__ void softmax_backward_rows(const T* g, const T* y, T* dx, std::int64_t rows, std::int64_t length, bool log) {
+  const int lane = threadIdx.x % 32;
+  for (std::int64_t row = global_thread() / 32; row < rows; row += grid_stride() / 32) {
+    const std::int64_t start = row * length;
+    T sum = 0;
+    for (std::int64_t k = lane; k < length; k += 32) sum += softmax_backward_term(g[start + k], y[start + k], log);
+    sum = warp_sum(sum);
+    for (std::int64_t k = lane; k < length; k += 32) {
+      dx[start + k] = softmax_backward_element(g[start + k], y[start + k], sum, log);
+    }
+  }
+}
+
+// Backward, one thread per (outer, inner) line, elements `inner` apart.
+template <class T>
+__global__ void softmax_backward_lines(const T* g, const T* y, T* dx, ReduceShape s, bool log) {
+  const std::int64_t lines = s.outer * s.inner;
+  for (std::int64_t line = global_thread(); line < lines; line += grid_stride()) {
+    const std::int64_t start = line / s.inner * s.length * s.inner + line % s.inner;
+    T sum = 0;
+    for (std::int64_t k = 0; k < s.length; ++k) {
+      const std::int64_t at = start + k * s.inner;
+      sum += softmax_backward_term(g[at], y[at], log);
+    }
+    for (std::int64_t k = 0; k < s.length; ++k) {
+      const std::int64_t at = start + k * s.inner;
+      dx[at] = softmax_backward_element(g[at], y[at], sum, log);
+    }
+  }
+}
+
 }  // namespace
 
 void softmax(const ExecContext& ec, const Invocation& inv) {
@@ -76,6 +109,24 @@ void softmax(const ExecContext& ec, const Invocation& inv) {
       cuda::launch(ec, inv.op->name, s.outer * 32, &softmax_rows<T>, x, y, s.outer, s.length, p.log);
     } else {
       cuda::launch(ec, inv.op->name, s.outer * s.inner, &softmax_lines<T>, x, y, s, p.log);
+    }
+  });
+}
+
+// _backward_softmax / _backward_log_softmax: inputs (g, y), output dx.
+void softmax_backward(const ExecContext& ec, const Invocation& inv) {
+  const auto& p = inv.params.as<SoftmaxParams>();
+  const ReduceShape s = softmax_shape(inv);
+  if (s.length == 0) return;
+  dispatch_floating(inv.inputs[0].dtype(), inv.op->name, [&](auto tag) {
+    using T = decltype(tag);
+    const T* g = static_cast<const T*>(inv.inputs[0].data());
+    const T* y = static_cast<const T*>(inv.inputs[1].data());
+    T* dx = static_cast<T*>(inv.outputs[0].data());
+    if (s.inner == 1) {
+      cuda::launch(ec, inv.op->name, s.outer * 32, &softmax_backward_rows<T>, g, y, dx, s.outer, s.length, p.log);
+    } else {
+      cuda::launch(ec, inv.op->name, s.outer * s.inner, &softmax_backward_lines<T>, g, y, dx, s, p.log);
     }
   });
 }

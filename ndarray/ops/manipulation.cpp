@@ -1,6 +1,7 @@
 // The manipulation family: views (transpose, swapaxes, broadcast_to: new strides on shared
-// storage, no kernel), and the copies Concat, slice_axis and Cast as registered ops. Here: the front
-// ends, inference, gradients and CPU loops; the Cast launch is in cuda/ops/manipulation.cu.
+// storage, no kernel), and the copies Concat, slice_axis, Cast and pick (with _backward_pick) as
+// registered ops. Here: the front ends, inference, gradients and CPU loops; the Cast and pick
+// launches are in cuda/ops/manipulation.cu.
 #include "ndarray/manipulation.hpp"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "ndarray/creation.hpp"
 #include "ndarray/ops/manipulation_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"
+#include "ndarray/ops/reduce_kernels.hpp"
 
 namespace mx::op {
 namespace {
@@ -175,6 +177,107 @@ std::vector<std::pair<std::string, std::string>> cast_attrs(const Params& params
   return {{"dtype", dtype_name(params.as<CastParams>().dtype)}};
 }
 
+// --- pick and _backward_pick ---------------------------------------------------------------------
+
+// pick: inputs (data, index), output data's shape without the axis, or with extent 1 there
+// (keepdims). The index has either of those shapes (MXNet accepts both whatever keepdims says).
+void pick_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const NDArray &data = inv.inputs[0], &index = inv.inputs[1];
+  const auto& p = inv.params.as<PickParams>();
+  const int a = normalize_axis("pick", p.axis, data.shape());
+  std::vector<std::int64_t> kept = data.shape().dims(), dropped = kept;
+  kept[static_cast<std::size_t>(a)] = 1;
+  dropped.erase(dropped.begin() + a);
+  if (dropped.empty()) dropped.push_back(1);  // MXNet 1.x has no 0-d arrays
+  const Shape kept_shape(kept), dropped_shape(dropped);
+  if (index.shape() != dropped_shape && index.shape() != kept_shape) {
+    throw ShapeError("pick: index " + nd::describe(index) + " does not match data " + nd::describe(data) +
+                     " along axis " + std::to_string(p.axis) + "; expected index of shape " +
+                     dropped_shape.tuple_str() + " or " + kept_shape.tuple_str());
+  }
+  if (data.shape()[a] == 0 && index.size() > 0) {
+    throw ShapeError("pick: axis " + std::to_string(p.axis) + " of data " + nd::describe(data) +
+                     " has no element to pick for index " + nd::describe(index));
+  }
+  out = {{p.keepdims ? kept_shape : dropped_shape, data.dtype()}};
+}
+
+void pick_cpu(const ExecContext&, const Invocation& inv) {
+  const NDArray &data = inv.inputs[0], &index = inv.inputs[1], &y = inv.outputs[0];
+  const ReduceShape s = pick_shape(inv);
+  const bool wrap = inv.params.as<PickParams>().wrap;
+  dispatch_dtype(data.dtype(), [&](auto data_tag) {
+    dispatch_dtype(index.dtype(), [&](auto index_tag) {
+      using T = decltype(data_tag);
+      using I = decltype(index_tag);
+      const T* x = static_cast<const T*>(data.data());
+      const I* idx = static_cast<const I*>(index.data());
+      T* out = static_cast<T*>(y.data());
+      parallel_for(y.size(), [&](std::int64_t i) { out[i] = pick_element(x, idx, s, wrap, i); });
+    });
+  });
+}
+
+// _backward_pick: inputs (output gradient, index), output the data's gradient, whose shape the
+// params carry (its ndim and its extent along the axis).
+void pick_backward_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const NDArray &g = inv.inputs[0], &index = inv.inputs[1];
+  const auto& p = inv.params.as<PickParams>();
+  if (p.ndim < 1 || p.axis < -p.ndim || p.axis >= p.ndim || g.size() != index.size()) {
+    throw ShapeError("_backward_pick: output gradient " + nd::describe(g) + " and index " + nd::describe(index) +
+                     " do not fit data of " + std::to_string(p.ndim) + " axes along axis " + std::to_string(p.axis));
+  }
+  std::vector<std::int64_t> dims = g.shape().dims();
+  if (p.ndim == 1) {
+    dims = {p.length};
+  } else {
+    const int a = p.axis < 0 ? p.axis + p.ndim : p.axis;
+    if (p.keepdims) dims[static_cast<std::size_t>(a)] = p.length;
+    else dims.insert(dims.begin() + a, p.length);
+  }
+  out = {{Shape(dims), g.dtype()}};
+}
+
+void pick_backward_cpu(const ExecContext&, const Invocation& inv) {
+  const NDArray &g = inv.inputs[0], &index = inv.inputs[1], &dx = inv.outputs[0];
+  const ReduceShape s = pick_shape(inv);
+  const bool wrap = inv.params.as<PickParams>().wrap;
+  dispatch_dtype(g.dtype(), [&](auto grad_tag) {
+    dispatch_dtype(index.dtype(), [&](auto index_tag) {
+      using T = decltype(grad_tag);
+      using I = decltype(index_tag);
+      const T* grad = static_cast<const T*>(g.data());
+      const I* idx = static_cast<const I*>(index.data());
+      T* out = static_cast<T*>(dx.data());
+      parallel_for(dx.size(), [&](std::int64_t i) { out[i] = pick_backward_element(grad, idx, s, wrap, i); });
+    });
+  });
+}
+
+std::vector<std::pair<std::string, std::string>> pick_attrs(const Params& params) {
+  const auto& p = params.as<PickParams>();
+  return {{"axis", std::to_string(p.axis)},
+          {"keepdims", p.keepdims ? "True" : "False"},
+          {"mode", p.wrap ? "wrap" : "clip"}};
+}
+
+const OpDef& pick_backward_def() {
+  static const OpDef def{"_backward_pick", &pick_backward_infer, &pick_backward_cpu,
+                         NDG_GPU_KERNEL(gpu::pick_backward), nullptr, &pick_attrs};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+
+// The data's gradient: the output gradient at the picked positions, zero elsewhere (one
+// _backward_pick); none for the index.
+std::vector<NDArray> pick_gradient(const Invocation& inv, const std::vector<NDArray>& g) {
+  const Shape& data = inv.inputs[0].shape();
+  PickParams p = inv.params.as<PickParams>();
+  p.ndim = data.ndim();
+  p.length = data[normalize_axis("pick", p.axis, data)];
+  return {invoke1(pick_backward_def(), {g[0], inv.inputs[1]}, p), NDArray()};
+}
+
 // One kernel for every device: the backend's 2-D copy.
 const OpDef& concat_def() {
   static const OpDef def{"Concat", &concat_infer, &concat_kernel, NDG_GPU_KERNEL(concat_kernel), &concat_gradient,
@@ -193,9 +296,22 @@ const OpDef& cast_def() {
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
-[[maybe_unused]] const bool family_registered = (concat_def(), slice_axis_def(), cast_def(), true);
+const OpDef& pick_def() {
+  static const OpDef def{"pick", &pick_infer, &pick_cpu, NDG_GPU_KERNEL(gpu::pick), &pick_gradient, &pick_attrs};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+[[maybe_unused]] const bool family_registered =
+    (concat_def(), slice_axis_def(), cast_def(), pick_def(), pick_backward_def(), true);
 
 }  // namespace
+
+// The data's shape is pick's first input, and _backward_pick's output.
+ReduceShape pick_shape(const Invocation& inv) {
+  const Shape& data = inv.op == &pick_backward_def() ? inv.outputs[0].shape() : inv.inputs[0].shape();
+  return around_axis(data, normalize_axis("pick", inv.params.as<PickParams>().axis, data));
+}
+
 }  // namespace mx::op
 
 namespace mx::nd {
@@ -286,6 +402,16 @@ NDArray concat(const std::vector<NDArray>& arrays, int axis) {
 NDArray slice_axis(const NDArray& x, int axis, std::int64_t begin, std::int64_t end) {
   detail::check_not_none("slice_axis", x);
   return op::invoke1(op::slice_axis_def(), {x}, op::SliceAxisParams{axis, begin, end});
+}
+
+NDArray pick(const NDArray& data, const NDArray& index, int axis, bool keepdims, const std::string& mode) {
+  detail::check_not_none("pick", data);
+  detail::check_not_none("pick", index);
+  if (mode != "clip" && mode != "wrap") {
+    throw ValueError("pick: mode must be \"clip\" or \"wrap\", got \"" + mode + "\" (data " + detail::describe(data) +
+                     ", index " + detail::describe(index) + ")");
+  }
+  return op::invoke1(op::pick_def(), {data, index}, op::PickParams{axis, keepdims, mode == "wrap"});
 }
 
 NDArray cast(const NDArray& x, DType dtype) {

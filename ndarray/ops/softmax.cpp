@@ -1,16 +1,16 @@
 // The softmax family: softmax and log_softmax along an axis, each one fused pass (max, sum of
-// exponentials, result) instead of five elementwise and reduction ops. Here: the front ends,
-// inference, gradients and the CPU loops; the CUDA launches are in cuda/ops/softmax.cu.
+// exponentials, result) instead of five elementwise and reduction ops, and their gradients
+// _backward_softmax and _backward_log_softmax, one fused pass each (sum along the line, result)
+// instead of four ops. Here: the front ends, inference, gradients and the CPU loops; the CUDA
+// launches are in cuda/ops/softmax.cu.
 #include "ndarray/softmax.hpp"
 
 #include <cmath>
 
 #include "ndarray/checks.hpp"
-#include "ndarray/elementwise.hpp"
 #include "ndarray/ops/parallel.hpp"
 #include "ndarray/ops/reduce_kernels.hpp"
 #include "ndarray/ops/softmax_kernels.hpp"
-#include "ndarray/reduce.hpp"
 
 namespace mx::op {
 namespace {
@@ -56,16 +56,70 @@ void softmax_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   out = {{x.shape(), x.dtype()}};
 }
 
-// log_softmax: dx = g - softmax * sum(g); softmax: dx = y * (g - sum(g * y)), sums along the axis.
-std::vector<NDArray> softmax_gradient(const Invocation& inv, const std::vector<NDArray>& g) {
+// The backward ops' CPU reference: per (outer, inner) line, the sum of the terms, then dx.
+template <class T>
+void softmax_backward_cpu_loop(const T* g, const T* y, T* dx, ReduceShape s, bool log) {
+  const std::int64_t lines = s.outer * s.inner;
+  parallel_for(lines, [&](std::int64_t line) {
+    const std::int64_t start = line / s.inner * s.length * s.inner + line % s.inner;
+    T sum = 0;
+    for (std::int64_t k = 0; k < s.length; ++k) {
+      const std::int64_t at = start + k * s.inner;
+      sum += softmax_backward_term(g[at], y[at], log);
+    }
+    for (std::int64_t k = 0; k < s.length; ++k) {
+      const std::int64_t at = start + k * s.inner;
+      dx[at] = softmax_backward_element(g[at], y[at], sum, log);
+    }
+  }, lines * s.length);
+}
+
+void softmax_backward_cpu(const ExecContext&, const Invocation& inv) {
   const auto& p = inv.params.as<SoftmaxParams>();
-  const NDArray& y = inv.outputs[0];
-  if (p.log) return {g[0] - nd::exp(y) * nd::sum(g[0], p.axis, true)};
-  return {y * (g[0] - nd::sum(g[0] * y, p.axis, true))};
+  const ReduceShape s = softmax_shape(inv);
+  if (inv.outputs[0].size() == 0) return;
+  dispatch_floating(inv.inputs[0].dtype(), inv.op->name, [&](auto tag) {
+    using T = decltype(tag);
+    softmax_backward_cpu_loop(static_cast<const T*>(inv.inputs[0].data()), static_cast<const T*>(inv.inputs[1].data()),
+                              static_cast<T*>(inv.outputs[0].data()), s, p.log);
+  });
+}
+
+// _backward_softmax / _backward_log_softmax: inputs (g, y), output dx of y's shape and dtype.
+void softmax_backward_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const NDArray &g = inv.inputs[0], &y = inv.inputs[1];
+  nd::check_floating(inv.op->name, y);
+  nd::check_same_dtype(inv.op->name, g, y);
+  if (g.shape() != y.shape()) {
+    throw ShapeError(std::string(inv.op->name) + ": output gradient " + nd::describe(g) + " does not match output " +
+                     nd::describe(y));
+  }
+  normalize_axis(inv.op->name, inv.params.as<SoftmaxParams>().axis, y.shape());
+  out = {{y.shape(), y.dtype()}};
 }
 
 std::vector<std::pair<std::string, std::string>> softmax_attrs(const Params& params) {
   return {{"axis", std::to_string(params.as<SoftmaxParams>().axis)}};
+}
+
+const OpDef& softmax_backward_def() {
+  static const OpDef def{"_backward_softmax", &softmax_backward_infer, &softmax_backward_cpu,
+                         NDG_GPU_KERNEL(gpu::softmax_backward), nullptr, &softmax_attrs};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+const OpDef& log_softmax_backward_def() {
+  static const OpDef def{"_backward_log_softmax", &softmax_backward_infer, &softmax_backward_cpu,
+                         NDG_GPU_KERNEL(gpu::softmax_backward), nullptr, &softmax_attrs};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+
+// One backward op on the recorded output: dx = g - exp(y) * sum(g) (log_softmax), y * (g - sum(g * y))
+// (softmax), sums along the axis.
+std::vector<NDArray> softmax_gradient(const Invocation& inv, const std::vector<NDArray>& g) {
+  const auto& p = inv.params.as<SoftmaxParams>();
+  return {invoke1(p.log ? log_softmax_backward_def() : softmax_backward_def(), {g[0], inv.outputs[0]}, p)};
 }
 
 const OpDef& softmax_def() {
@@ -80,7 +134,8 @@ const OpDef& log_softmax_def() {
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
-[[maybe_unused]] const bool family_registered = (softmax_def(), log_softmax_def(), true);
+[[maybe_unused]] const bool family_registered =
+    (softmax_def(), log_softmax_def(), softmax_backward_def(), log_softmax_backward_def(), true);
 
 }  // namespace
 

@@ -8,11 +8,13 @@
 
 #include <cmath>
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <gluon/loss.hpp>
 #include <gluon/nn.hpp>
+#include <ndarray/ndarray.hpp>
 
 namespace nd = mx::nd;
 using mx::gluon::loss::L1Loss;
@@ -88,6 +90,17 @@ const Rows kLabel = {{0, 2}, {5, 1}, {1, -0.5}};
 
 const Rows kLogits = {{1, 2, 3}, {1, 1, 1}, {0, -1, 2.5}, {-0.5, 4, 0.25}};
 const std::vector<int> kClasses = {2, 0, 1, 1};
+
+// The Calls column of the row named `name` in a profiler table; -1 when there is no such row.
+long long calls_of(const std::string& table, const std::string& name) {
+  std::istringstream lines(table);
+  std::string line;
+  while (std::getline(lines, line)) {
+    long long calls = 0;
+    if (line.rfind(name + " ", 0) == 0 && std::istringstream(line.substr(name.size())) >> calls) return calls;
+  }
+  return -1;
+}
 
 }  // namespace
 
@@ -304,6 +317,82 @@ BOOST_AUTO_TEST_CASE(softmax_cross_entropy_gradient_is_softmax_minus_one_hot) {
       BOOST_TEST(logits3.grad().shape() == (mx::Shape{2, 2, 3}));
       check_close(logits3.grad(), scaled(0.5));
     }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(softmax_cross_entropy_gradient_with_clipped_labels) {
+  // Labels [5, -2, 1.75, 2] score classes [2, 0, 1, 2] (pick's mode "clip"): the gradient is
+  // softmax - one_hot of those classes, and the class axis may be named as 1 or -1.
+  const Rows logits_f = as_float(kLogits);
+  const std::vector<int> picked{2, 0, 1, 2};
+  Values want;
+  for (std::size_t i = 0; i < logits_f.size(); ++i) {
+    const Values p = softmax(logits_f[i]);
+    for (std::size_t c = 0; c < 3; ++c) want.push_back(p[c] - (static_cast<int>(c) == picked[i] ? 1.0 : 0.0));
+  }
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    for (const int axis : {-1, 1}) {
+      BOOST_TEST_CONTEXT("axis " << axis) {
+        nd::NDArray logits = matrix(kLogits, ctx);
+        logits.attach_grad();
+        nd::NDArray l;
+        {
+          auto scope = ag::record();
+          l = SoftmaxCrossEntropyLoss(axis)(logits, nd::array({5, -2, 1.75, 2}, ctx));
+          l.backward();
+        }
+        check_loss(l, ctx, sparse_cross_entropy(logits_f, picked));
+        check_close(logits.grad(), want);
+      }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(softmax_cross_entropy_runs_as_mxnet_gluon_does) {
+  // -pick(log_softmax(pred), label): three ops forward (no one-hot mask, no mean over one value per
+  // sample) and one registered backward op for each of pick and log_softmax.
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray logits = matrix(kLogits, ctx);
+    logits.attach_grad();
+    const nd::NDArray labels = nd::array({2, 0, 1, 1}, ctx);
+    mx::profiler::reset();
+    mx::profiler::set_state("run");
+    {
+      auto scope = ag::record();
+      SoftmaxCrossEntropyLoss()(logits, labels).backward();
+    }
+    mx::profiler::set_state("stop");
+    const std::string table = mx::profiler::dumps(true);
+    BOOST_TEST_INFO(table);
+    for (const char* op : {"log_softmax", "pick", "negative", "_backward_pick", "_backward_log_softmax"}) {
+      BOOST_TEST(calls_of(table, op) == 1, op);
+    }
+    for (const char* op : {"mean", "sum", "equal", "_arange", "Cast", "maximum", "minimum", "exp", "multiply",
+                           "gradient of reshape"}) {
+      BOOST_TEST(calls_of(table, op) == -1, op);
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(one_value_per_sample_is_not_averaged_and_still_passes_gradients) {
+  // (3, 1) predictions: each sample's loss is its one value, through a reshape (a view).
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray pred = nd::array({{1.5}, {-2}, {0}}, ctx);
+    pred.attach_grad();
+    const nd::NDArray label = nd::array({1, 1, -3}, ctx);
+    nd::NDArray l;
+    {
+      auto scope = ag::record();
+      l = L2Loss(2.0)(pred, label);
+      (l * nd::array({1, 2, 3}, ctx)).sum().backward();
+    }
+    check_loss(l, ctx, {0.25, 9, 9});
+    check_close(pred.grad(), {1, -12, 18});  // w (p - l) = [1, -6, 6] times the head gradient [1, 2, 3]
+    {
+      auto scope = ag::record();
+      L1Loss()(pred, label).backward();
+    }
+    check_close(pred.grad(), {1, -1, 1});
   });
 }
 

@@ -77,6 +77,54 @@ BOOST_AUTO_TEST_CASE(reductions_products_copies_and_draws_are_registered) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(pick_and_the_softmax_backward_ops_are_registered) {
+  const bool cuda_build = mx::built_with_cuda();
+  // name, differentiable (the backward ops are not)
+  const std::vector<std::pair<const char*, bool>> ops{{"pick", true},
+                                                      {"_backward_pick", false},
+                                                      {"softmax", true},
+                                                      {"log_softmax", true},
+                                                      {"_backward_softmax", false},
+                                                      {"_backward_log_softmax", false}};
+  for (const auto& [name, differentiable] : ops) {
+    BOOST_TEST_CONTEXT(name) {
+      const op::OpDef* def = op::find_op(name);
+      BOOST_TEST_REQUIRE(def != nullptr);
+      BOOST_TEST(def->cpu != nullptr);
+      BOOST_TEST((def->gpu != nullptr) == cuda_build);
+      BOOST_TEST(def->attrs != nullptr);
+      BOOST_TEST((def->gradient != nullptr) == differentiable);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(pick_records_one_invocation_with_mxnet_attributes) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray x = nd::array({{1, 2, 3}, {4, 5, 6}}, ctx);
+    x.attach_grad();
+    nd::NDArray y;
+    {
+      auto scope = mx::autograd::record();
+      y = nd::pick(nd::log_softmax(x), nd::array({{2}, {-1}}, ctx), 1, true, "wrap");
+    }
+    const op::Invocation& pick = *y.autograd_node()->invocation;
+    BOOST_TEST(std::string(pick.op->name) == "pick");
+    const std::vector<std::pair<std::string, std::string>> expected{
+        {"axis", "1"}, {"keepdims", "True"}, {"mode", "wrap"}};
+    BOOST_TEST((pick.op->attrs(pick.params) == expected));
+    const op::Invocation& log_softmax = *y.autograd_node()->inputs.at(0)->invocation;
+    BOOST_TEST(std::string(log_softmax.op->name) == "log_softmax");
+    BOOST_TEST((log_softmax.op->attrs(log_softmax.params) ==
+                std::vector<std::pair<std::string, std::string>>{{"axis", "-1"}}));
+    // The gradient of each is its one backward op.
+    const std::vector<nd::NDArray> pick_grads = pick.op->gradient(pick, {nd::ones({2, 1}, ctx)});
+    BOOST_TEST_REQUIRE(pick_grads.size() == 2u);
+    BOOST_TEST(pick_grads[1].is_none());  // the index
+    BOOST_TEST(pick_grads[0].shape() == (mx::Shape{2, 3}));
+    BOOST_TEST(pick_grads[0].asvector<double>() == (std::vector<double>{0, 0, 1, 0, 0, 1}), tt::per_element());
+  });
+}
+
 BOOST_AUTO_TEST_CASE(a_recorded_product_reduction_and_concat_replay_on_new_values) {
   ndg_test::for_each_context([](mx::Context ctx) {
     nd::NDArray a = nd::array({{1, 2}, {3, 4}}, ctx);

@@ -1,8 +1,11 @@
-// softmax, log_softmax and one_hot: values against hand-computed ones, on every context.
+// softmax, log_softmax and one_hot: values against hand-computed ones, and the gradients of
+// softmax and log_softmax (the registered _backward_softmax / _backward_log_softmax) against
+// hand-computed values and central differences of a double-precision reference, on every context.
 #include "test/support/boost_test.hpp"
 #include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -16,6 +19,54 @@ using ndg_test::check_close;
 using ndg_test::dtype_of;
 using ndg_test::Values;
 using ndg_test::values;
+namespace ag = mx::autograd;
+
+namespace {
+
+// softmax (or log_softmax) of a row-major array of extents dims along axis, in double.
+Values softmax_reference(const Values& x, const std::vector<std::int64_t>& dims, int axis, bool log) {
+  std::int64_t outer = 1, length = dims[static_cast<std::size_t>(axis)], inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= dims[static_cast<std::size_t>(d)];
+  for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < dims.size(); ++d) inner *= dims[d];
+  Values y(x.size());
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const auto at = [&](std::int64_t k) { return static_cast<std::size_t>((o * length + k) * inner + i); };
+      double max = x[at(0)], sum = 0;
+      for (std::int64_t k = 1; k < length; ++k) max = std::max(max, x[at(k)]);
+      for (std::int64_t k = 0; k < length; ++k) sum += std::exp(x[at(k)] - max);
+      for (std::int64_t k = 0; k < length; ++k) {
+        y[at(k)] = log ? x[at(k)] - max - std::log(sum) : std::exp(x[at(k)] - max) / sum;
+      }
+    }
+  }
+  return y;
+}
+
+// d/dx of sum(f(x) * w), f the reference, by central differences (step 1e-6, in double).
+Values finite_difference_gradient(Values x, const Values& w, const std::vector<std::int64_t>& dims, int axis,
+                                  bool log) {
+  const auto objective = [&] {
+    const Values y = softmax_reference(x, dims, axis, log);
+    double s = 0;
+    for (std::size_t k = 0; k < y.size(); ++k) s += y[k] * w[k];
+    return s;
+  };
+  constexpr double step = 1e-6;
+  Values grad(x.size());
+  for (std::size_t j = 0; j < x.size(); ++j) {
+    const double x0 = x[j];
+    x[j] = x0 + step;
+    const double up = objective();
+    x[j] = x0 - step;
+    const double down = objective();
+    x[j] = x0;
+    grad[j] = (up - down) / (2 * step);
+  }
+  return grad;
+}
+
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(softmax)
 
@@ -29,6 +80,76 @@ BOOST_AUTO_TEST_CASE(softmax_and_log_softmax_of_a_row) {
                                      std::log(0.25), std::log(0.125)});
     // Along axis 0, each column of two values: [0, ln 5] -> [1/6, 5/6], [ln 2, ln 2] -> [1/2, 1/2].
     check_close(nd::softmax(x, 0), {1.0 / 6, 0.5, 5.0 / 6, 5.0 / 6, 0.5, 1.0 / 6});
+  });
+}
+
+BOOST_AUTO_TEST_CASE(gradients_of_a_sum_by_hand) {
+  // x = [0, ln 2, ln 5] per row: softmax [1, 2, 5] / 8. d/dx sum(log_softmax(x)) = 1 - 3 softmax(x);
+  // sum(softmax(x)) is 1 whatever x, so its gradient is 0.
+  const double l2 = std::log(2.0), l5 = std::log(5.0);
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    for (DType dtype : ndg_test::kFloatDTypes) {
+      BOOST_TEST_CONTEXT("dtype " << mx::dtype_name(dtype)) {
+        nd::NDArray x = nd::array({{0.0, l2, l5}, {l5, l2, 0.0}}, ctx, dtype);
+        x.attach_grad();
+        {
+          auto scope = ag::record();
+          nd::log_softmax(x).sum().backward();
+        }
+        BOOST_TEST(dtype_of(x.grad()) == mx::dtype_name(dtype));
+        check_close(x.grad(), {0.625, 0.25, -0.875, -0.875, 0.25, 0.625});
+        {
+          auto scope = ag::record();
+          nd::softmax(x).sum().backward();
+        }
+        check_close(x.grad(), {0, 0, 0, 0, 0, 0}, 0, 1e-6);
+        // With a head gradient g on softmax: y * (g - sum(g * y)). g = [1, 0, 0]: y0 (1 - y0), -y0 y_k.
+        {
+          auto scope = ag::record();
+          nd::softmax(x).backward(nd::array({{1, 0, 0}, {1, 0, 0}}, ctx, dtype));
+        }
+        check_close(x.grad(), {0.125 * 0.875, -0.125 * 0.25, -0.125 * 0.625, 0.625 * 0.375, -0.625 * 0.25,
+                               -0.625 * 0.125});
+      }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(gradients_against_finite_differences) {
+  // Rows along the last axis (one warp per row on a GPU, rows longer than a warp too), and other
+  // axes (one thread per line).
+  struct Case {
+    std::vector<std::int64_t> dims;
+    int axis;
+  };
+  const std::vector<Case> cases{{{3, 5}, -1}, {{2, 70}, 1}, {{4, 3}, 0}, {{2, 3, 4}, 1}, {{2, 3, 4}, -1}, {{1, 1}, 0}};
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    for (const Case& c : cases) {
+      for (DType dtype : ndg_test::kFloatDTypes) {
+        for (bool log : {false, true}) {
+          BOOST_TEST_CONTEXT((log ? "log_softmax " : "softmax ") << mx::Shape(c.dims) << " axis " << c.axis << " "
+                                                                  << mx::dtype_name(dtype)) {
+            const mx::Shape shape(c.dims);
+            const auto n = static_cast<std::size_t>(shape.numel());
+            Values start = ndg_test::uniform_values(n, 7);
+            for (double& v : start) v *= 3;
+            const Values w = ndg_test::uniform_values(n, 8);
+            nd::NDArray x = nd::array(start, shape, ctx, dtype);
+            x.attach_grad();
+            {
+              auto scope = ag::record();
+              const nd::NDArray y = log ? nd::log_softmax(x, c.axis) : nd::softmax(x, c.axis);
+              (y * nd::array(w, shape, ctx, dtype)).sum().backward();
+            }
+            // The reference starts from x as stored (float32 rounds it).
+            const int axis = c.axis < 0 ? c.axis + shape.ndim() : c.axis;
+            const Values want = finite_difference_gradient(values(x), w, c.dims, axis, log);
+            if (dtype == DType::float64) check_close(x.grad(), want, 1e-6, 1e-8);
+            else check_close(x.grad(), want, 1e-4, 1e-5);
+          }
+        }
+      }
+    }
   });
 }
 
