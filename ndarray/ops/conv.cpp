@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "ndarray/checks.hpp"
 #include "ndarray/nn.hpp"
@@ -344,8 +345,132 @@ ConvGeometry conv_geometry(const ConvolutionParams& p, const Shape& x, DType dty
   return g;
 }
 
+namespace {
+
+// fn(o, at) for every output position o of one column row, with at the input offset (within the
+// channel) under kernel tap k, or -1 in the padding. Incremental: no division per element.
+template <class Fn>
+void for_each_tap_position(const ConvGeometry& g, const std::int64_t (&k)[3], Fn&& fn) {
+  const Window& w = g.window;
+  std::int64_t o = 0;
+  for (std::int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+    const std::int64_t at0 = o0 * w.stride[0] - w.pad[0] + k[0] * w.dilation[0];
+    const bool in0 = at0 >= 0 && at0 < g.in[0];
+    for (std::int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+      const std::int64_t at1 = o1 * w.stride[1] - w.pad[1] + k[1] * w.dilation[1];
+      const bool in01 = in0 && at1 >= 0 && at1 < g.in[1];
+      const std::int64_t base = (at0 * g.in[1] + at1) * g.in[2];
+      for (std::int64_t o2 = 0; o2 < g.out[2]; ++o2, ++o) {
+        const std::int64_t at2 = o2 * w.stride[2] - w.pad[2] + k[2] * w.dilation[2];
+        fn(o, in01 && at2 >= 0 && at2 < g.in[2] ? base + at2 : std::int64_t{-1});
+      }
+    }
+  }
+}
+
+// Row r of one sample's column matrix (channel r / taps under tap r % taps), and its adjoint: the
+// row's values added into the channel's input gradient.
+template <class T>
+void im2col_row(const ConvGeometry& g, const T* x, std::int64_t r, T* dst) {
+  std::int64_t k[3];
+  unravel3(r % g.kernel_size(), g.window.kernel, k);
+  const T* xc = x + r / g.kernel_size() * g.in_size();
+  for_each_tap_position(g, k, [&](std::int64_t o, std::int64_t at) { dst[o] = at < 0 ? T(0) : xc[at]; });
+}
+
+template <class T>
+void col2im_row_add(const ConvGeometry& g, const T* row, std::int64_t r, T* dx) {
+  std::int64_t k[3];
+  unravel3(r % g.kernel_size(), g.window.kernel, k);
+  T* dxc = dx + r / g.kernel_size() * g.in_size();
+  for_each_tap_position(g, k, [&](std::int64_t o, std::int64_t at) {
+    if (at >= 0) dxc[at] += row[o];
+  });
+}
+
+// The CPU's im2col + GEMM: a chunk of samples per OpenBLAS call. The chunk's column matrices lie
+// side by side in col (rows, S·outs), and its dy or y is permuted to (filters, S·outs), so that one
+// GEMM per group covers S samples: a few large products keep OpenBLAS's threads busy, where one
+// small product per sample (LeNet: 256 of 6×25×784) costs more in overhead than in arithmetic.
+template <class T>
+void chunked_cpu_convolution(const ExecContext& ec, ConvPass pass, const ConvGeometry& g, const T* a, const T* b,
+                             T* out) {
+  const std::int64_t channels = g.in_channels, filters = g.out_channels, ins = g.in_size(), outs = g.out_size();
+  const std::int64_t taps = g.kernel_size(), rows = channels * taps;
+  const std::int64_t group_rows = rows / g.groups, group_filters = filters / g.groups;
+  constexpr std::int64_t kChunkBytes = std::int64_t{64} << 20;  // col and the permuted dy/y of a chunk
+  const std::int64_t per_sample = (rows + filters) * outs * static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t chunk = std::clamp<std::int64_t>(kChunkBytes / std::max<std::int64_t>(per_sample, 1), 1, g.batch);
+  const Workspace col_space(ec, static_cast<std::size_t>(rows * chunk * outs) * sizeof(T));
+  const Workspace perm_space(ec, static_cast<std::size_t>(filters * chunk * outs) * sizeof(T));
+  T* col = col_space.as<T>();
+  T* perm = perm_space.as<T>();
+
+  for (std::int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
+    const std::int64_t s_count = std::min(chunk, g.batch - n0), width = s_count * outs;
+    // col (rows, width): row r of sample s at col[r·width + s·outs].
+    const auto fill_col = [&](const T* x) {
+      parallel_for(rows * s_count, [&](std::int64_t rs) {
+        const std::int64_t r = rs / s_count, s = rs % s_count;
+        im2col_row(g, x + (n0 + s) * channels * ins, r, col + r * width + s * outs);
+      }, rows * width);
+    };
+    // perm (filters, width) <-> (S, filters, outs) of the batch at n0.
+    const auto permute = [&](const T* from, T* to, bool to_perm) {
+      parallel_for(s_count * filters, [&](std::int64_t sf) {
+        const std::int64_t s = sf / filters, f = sf % filters;
+        T* p = perm + f * width + s * outs;
+        const std::int64_t at = ((n0 + s) * filters + f) * outs;
+        if (to_perm) std::copy(from + at, from + at + outs, p);
+        else std::copy(p, p + outs, to + at);
+      }, filters * width);
+    };
+    for (std::int64_t group = 0; group < g.groups; ++group) {
+      const T* w_g = b + group * group_filters * group_rows;
+      T* col_g = col + group * group_rows * width;
+      T* perm_g = perm + group * group_filters * width;
+      switch (pass) {
+        case ConvPass::forward:  // y' (filters, width) = w (filters, rows) · col
+          if (group == 0) fill_col(a);
+          gemm(ec, g.dtype, {false, false, group_filters, width, group_rows}, w_g, col_g, perm_g);
+          break;
+        case ConvPass::backward_data:  // col = wᵀ · dy'
+          if (group == 0) permute(a, nullptr, true);
+          gemm(ec, g.dtype, {true, false, group_rows, width, group_filters}, w_g, perm_g, col_g);
+          break;
+        case ConvPass::backward_filter:  // dw (filters, rows) += dy' · colᵀ
+          if (group == 0) {
+            fill_col(a);
+            permute(b, nullptr, true);
+          }
+          gemm(ec, g.dtype, {false, true, group_filters, group_rows, width, 1.0, n0 == 0 ? 0.0 : 1.0}, perm_g, col_g,
+               out + group * group_filters * group_rows);
+          break;
+      }
+    }
+    if (pass == ConvPass::forward) permute(nullptr, out, false);
+    if (pass == ConvPass::backward_data) {
+      // dx of each sample: its column rows added into it (a sample per thread: rows of one
+      // channel add into the same elements).
+      parallel_for(s_count, [&](std::int64_t s) {
+        T* dx = out + (n0 + s) * channels * ins;
+        std::fill(dx, dx + channels * ins, T(0));
+        for (std::int64_t r = 0; r < rows; ++r) col2im_row_add(g, col + r * width + s * outs, r, dx);
+      }, rows * width);
+    }
+  }
+}
+
+}  // namespace
+
 void im2col_convolution(const ExecContext& ec, ConvPass pass, const ConvGeometry& g, const void* a, const void* b,
                         void* out) {
+  if (ec.ctx.is_cpu() && g.batch > 0) {
+    return dispatch_floating(g.dtype, "Convolution", [&](auto tag) {
+      using T = decltype(tag);
+      chunked_cpu_convolution(ec, pass, g, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out));
+    });
+  }
   const std::size_t elt = dtype_size(g.dtype);
   const std::int64_t channels = g.in_channels, filters = g.out_channels, ins = g.in_size(), outs = g.out_size();
   const std::int64_t group_channels = channels / g.groups, group_filters = filters / g.groups;
