@@ -41,6 +41,25 @@ __global__ void bias_activation_rows(T* y, const T* bias, std::int64_t rows, std
   }
 }
 
+// The same with 16-byte packs, where cols is a multiple of the pack and y is aligned: a block per
+// row (grid-stride over rows), each thread a pack at a time.
+template <class T, class Act>
+__global__ void bias_activation_packed_rows(T* y, const T* bias, std::int64_t rows, std::int64_t cols,
+                                            std::int64_t channels, Act act) {
+  using P = cuda::Pack<T>;
+  const std::int64_t packs = cols / P::size;
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T b = bias ? bias[r % channels] : T(0);
+    P* row = reinterpret_cast<P*>(y + r * cols);
+    for (std::int64_t c = threadIdx.x; c < packs; c += blockDim.x) {
+      P v = row[c];
+#pragma unroll
+      for (int j = 0; j < P::size; ++j) v.v[j] = act(static_cast<T>(v.v[j] + b));
+      row[c] = v;
+    }
+  }
+}
+
 }  // namespace
 
 void im2col(const ExecContext& ec, const ConvGeometry& g, const void* x, void* col) {
@@ -63,6 +82,17 @@ void bias_activation(const ExecContext& ec, const ConvGeometry& g, void* y, cons
                      std::optional<UnaryOp> act) {
   const std::int64_t rows = g.batch * g.out_channels, cols = g.out_size();
   if (rows * cols == 0) return;
+  const std::int64_t pack = 16 / static_cast<std::int64_t>(dtype_size(g.dtype));
+  if (cols % pack == 0 && cuda::aligned16(y) && cols >= 4 * pack) {
+    const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(rows, std::int64_t{1} << 20)));
+    return dispatch_floating(g.dtype, "Convolution", [&](auto tag) {
+      using T = decltype(tag);
+      with_activation(act, [&](auto f) {
+        cuda::launch(cuda::stream_of(ec), "Convolution", grid, &bias_activation_packed_rows<T, decltype(f)>,
+                     static_cast<T*>(y), static_cast<const T*>(bias), rows, cols, g.out_channels, f);
+      });
+    });
+  }
   const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>((cols + cuda::kThreads - 1) / cuda::kThreads, 64)),
                   static_cast<unsigned>(std::min<std::int64_t>(rows, 65535)));
   dispatch_floating(g.dtype, "Convolution", [&](auto tag) {
