@@ -63,6 +63,28 @@ struct ConvolutionOptions {
 // mx::ShapeError; the message names Convolution and the shapes.
 NDArray Convolution(const NDArray& data, const NDArray& weight, const NDArray& bias, const ConvolutionOptions& options);
 
+struct DeconvolutionOptions {
+  std::vector<std::int64_t> kernel;       // 1 to 3 extents
+  std::vector<std::int64_t> stride = {};  // empty: 1
+  std::vector<std::int64_t> dilate = {};  // empty: 1
+  std::vector<std::int64_t> pad = {};     // empty: 0; removed from both ends of each output axis
+  std::vector<std::int64_t> adj = {};     // empty: 0; added at the end of each output axis, < stride
+  std::vector<std::int64_t> target_shape = {};  // the output's spatial extents; sets pad and adj
+  std::int64_t num_filter = 0;            // the output's channels
+  std::int64_t num_group = 1;
+  bool no_bias = true;  // MXNet's default for Deconvolution
+  std::string act_type = "";
+};
+
+// The transposed convolution ("deconvolution") of data (batch, channels, spatial...) with weight
+// (channels, num_filter / num_group, kernel...), plus bias (num_filter,) unless no_bias, as
+// mx.nd.Deconvolution: the gradient of a Convolution with respect to its data. The output is
+// (batch, num_filter, out...) with out = (in - 1) stride - 2 pad + dilate (kernel - 1) + 1 + adj,
+// or target_shape, from which pad and adj follow as MXNet computes them. cuDNN or im2col + GEMM as
+// Convolution. Errors as Convolution's, plus mx::ValueError for adj >= stride.
+NDArray Deconvolution(const NDArray& data, const NDArray& weight, const NDArray& bias,
+                      const DeconvolutionOptions& options);
+
 struct PoolingOptions {
   std::vector<std::int64_t> kernel = {};  // 1 to 3 extents; ignored with global_pool
   std::string pool_type = "max";          // "max" or "avg"

@@ -1,5 +1,7 @@
 #include "gluon/nn/conv.hpp"
 
+#include <algorithm>
+
 #include "gluon/nn/activation.hpp"
 #include "ndarray/describe.hpp"
 #include "ndarray/nn.hpp"
@@ -50,8 +52,9 @@ std::vector<std::int64_t> Extents::expand(int axes, const std::string& layer, co
 
 // --- Conv -----------------------------------------------------------------------------------------
 
-Conv::Conv(int axes, std::int64_t channels, const Extents& kernel_size, const ConvOptions& o, const char* kind)
-    : Block("conv", o.prefix),
+Conv::Conv(int axes, std::int64_t channels, const Extents& kernel_size, const ConvOptions& o, const char* kind,
+           bool transpose)
+    : Block(transpose ? "conv_transpose" : "conv", o.prefix),
       layer_(kind),
       channels_(channels),
       groups_(o.groups),
@@ -59,6 +62,8 @@ Conv::Conv(int axes, std::int64_t channels, const Extents& kernel_size, const Co
       strides_(o.strides.expand(axes, kind, "strides", 1)),
       padding_(o.padding.expand(axes, kind, "padding", 0)),
       dilation_(o.dilation.expand(axes, kind, "dilation", 1)),
+      output_padding_(o.output_padding.expand(axes, kind, "output_padding", 0)),
+      transpose_(transpose),
       use_bias_(o.use_bias),
       activation_(activation_op(o.activation)) {
   if (channels < 1) throw ValueError(layer_ + ": channels must be positive, got " + std::to_string(channels));
@@ -70,11 +75,27 @@ Conv::Conv(int axes, std::int64_t channels, const Extents& kernel_size, const Co
     throw ValueError(layer_ + ": in_channels must be >= 0 (0 = infer at the first forward), got " +
                      std::to_string(o.in_channels));
   }
-  std::vector<std::int64_t> shape{channels, o.in_channels / o.groups};
-  shape.insert(shape.end(), kernel_.begin(), kernel_.end());
-  register_parameter("weight", Shape(shape), o.weight_initializer);
+  if (!transpose && std::any_of(output_padding_.begin(), output_padding_.end(), [](std::int64_t v) { return v != 0; })) {
+    throw ValueError(layer_ + ": output_padding is for transposed convolutions (Conv2DTranspose), got " +
+                     tuple_of(output_padding_));
+  }
+  for (std::size_t d = 0; d < output_padding_.size(); ++d) {
+    if (transpose && output_padding_[d] >= strides_[d]) {
+      throw ValueError(layer_ + ": output_padding " + tuple_of(output_padding_) + " must be smaller than strides " +
+                       tuple_of(strides_) + " along every axis");
+    }
+  }
+  register_parameter("weight", weight_shape(o.in_channels), o.weight_initializer);
   if (use_bias_) register_parameter("bias", Shape{channels}, o.bias_initializer);
   layer_ += " '" + name() + "'";
+}
+
+// (channels, in_channels / groups, kernel...), or transposed (in_channels, channels / groups, kernel...).
+Shape Conv::weight_shape(std::int64_t in_channels) const {
+  std::vector<std::int64_t> shape =
+      transpose_ ? std::vector<std::int64_t>{in_channels, channels_ / groups_} : std::vector<std::int64_t>{channels_, in_channels / groups_};
+  shape.insert(shape.end(), kernel_.begin(), kernel_.end());
+  return Shape(shape);
 }
 
 Parameter Conv::weight() const { return parameter("weight"); }
@@ -94,20 +115,22 @@ nd::NDArray Conv::forward(const nd::NDArray& x) {
                      " channels, which groups " + std::to_string(groups_) + " does not divide");
   }
   if (w.is_deferred()) {
-    std::vector<std::int64_t> shape{channels_, in_channels / groups_};
-    shape.insert(shape.end(), kernel_.begin(), kernel_.end());
-    w.infer_shape(Shape(shape));
-  } else if (w.shape()[1] * groups_ != in_channels) {
+    w.infer_shape(weight_shape(in_channels));
+  } else if ((transpose_ ? w.shape()[0] : w.shape()[1] * groups_) != in_channels) {
     throw ShapeError(layer_ + ": input " + nd::describe(x) + " has " + std::to_string(in_channels) +
                      " channels but the weight " + w.shape().tuple_str() + " expects " +
-                     std::to_string(w.shape()[1] * groups_));
+                     std::to_string(transpose_ ? w.shape()[0] : w.shape()[1] * groups_));
   }
   const nd::NDArray wx = w.data(x.context());
   const nd::NDArray b = use_bias_ ? bias().data(x.context()) : nd::NDArray();
   // The activation is fused into the op's bias pass.
+  const std::string act = activation_ ? op_name(*activation_) : "";
   return as_layer(layer_, [&] {
-    return nd::Convolution(x, wx, b, {kernel_, strides_, dilation_, padding_, channels_, groups_, !use_bias_,
-                                      activation_ ? op_name(*activation_) : ""});
+    if (transpose_) {
+      return nd::Deconvolution(
+          x, wx, b, {kernel_, strides_, dilation_, padding_, output_padding_, {}, channels_, groups_, !use_bias_, act});
+    }
+    return nd::Convolution(x, wx, b, {kernel_, strides_, dilation_, padding_, channels_, groups_, !use_bias_, act});
   });
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// Convolution and pooling layers, as mx.gluon.nn: Conv1D/2D/3D, MaxPool1D/2D/3D, AvgPool1D/2D/3D,
+// Convolution and pooling layers, as mx.gluon.nn: Conv1D/2D/3D, Conv1DTranspose/2D/3D,
+// MaxPool1D/2D/3D, AvgPool1D/2D/3D,
 // GlobalMaxPool2D and GlobalAvgPool2D, on NCW / NCHW / NCDHW data. MXNet's keyword arguments are
 // an options struct, for designated initialisers:
 //
@@ -32,6 +33,7 @@ struct ConvOptions {
   Extents strides = 1;
   Extents padding = 0;
   Extents dilation = 1;
+  Extents output_padding = 0;  // transposed layers only: added at the end of each output axis
   std::int64_t groups = 1;
   std::string activation = "";  // "", "relu", "sigmoid", "tanh", "softrelu"
   bool use_bias = true;
@@ -42,13 +44,15 @@ struct ConvOptions {
 };
 
 // An N-d convolution: out = activation(Convolution(x, weight, bias)), with weight (channels,
-// in_channels / groups, kernel...) and bias (channels,). Bad arguments (channels < 1, groups not
+// in_channels / groups, kernel...) and bias (channels,); transposed (Conv2DTranspose):
+// activation(Deconvolution(x, weight, bias)) with weight (in_channels, channels / groups, kernel...). Bad arguments (channels < 1, groups not
 // dividing channels, a kernel, stride or dilation < 1, negative padding, tuples of the wrong length)
 // throw mx::ValueError naming the layer; an input of the wrong rank or channel count mx::ShapeError
 // naming the layer and the shapes.
 class Conv : public Block {
  public:
-  Conv(int axes, std::int64_t channels, const Extents& kernel_size, const ConvOptions& options, const char* kind);
+  Conv(int axes, std::int64_t channels, const Extents& kernel_size, const ConvOptions& options, const char* kind,
+       bool transpose = false);
   nd::NDArray forward(const nd::NDArray& x) override;
 
   Parameter weight() const;
@@ -58,8 +62,10 @@ class Conv : public Block {
  private:
   std::string layer_;  // "Conv2D"
   std::int64_t channels_, groups_;
-  std::vector<std::int64_t> kernel_, strides_, padding_, dilation_;
+  std::vector<std::int64_t> kernel_, strides_, padding_, dilation_, output_padding_;
+  bool transpose_;
   bool use_bias_;
+  Shape weight_shape(std::int64_t in_channels) const;
   std::optional<UnaryOp> activation_;
 };
 
@@ -74,6 +80,19 @@ struct Conv2D : Conv {
 struct Conv3D : Conv {
   Conv3D(std::int64_t channels, const Extents& kernel_size, const ConvOptions& options = {})
       : Conv(3, channels, kernel_size, options, "Conv3D") {}
+};
+
+struct Conv1DTranspose : Conv {
+  Conv1DTranspose(std::int64_t channels, const Extents& kernel_size, const ConvOptions& options = {})
+      : Conv(1, channels, kernel_size, options, "Conv1DTranspose", true) {}
+};
+struct Conv2DTranspose : Conv {
+  Conv2DTranspose(std::int64_t channels, const Extents& kernel_size, const ConvOptions& options = {})
+      : Conv(2, channels, kernel_size, options, "Conv2DTranspose", true) {}
+};
+struct Conv3DTranspose : Conv {
+  Conv3DTranspose(std::int64_t channels, const Extents& kernel_size, const ConvOptions& options = {})
+      : Conv(3, channels, kernel_size, options, "Conv3DTranspose", true) {}
 };
 
 struct PoolOptions {

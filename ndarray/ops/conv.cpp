@@ -278,8 +278,137 @@ const OpDef& convolution_op() {
   return reg;
 }
 
+// --- Deconvolution: the adjoint of a Convolution ---------------------------------------------------
+//
+// Deconvolution(x, w) is the data gradient of the Convolution that maps its output y back to x:
+// the same window, y's channels (num_filter) as that convolution's input channels and x's as its
+// filters, so w (x channels, num_filter / num_group, kernel...) is that convolution's weight. Its
+// three passes are the convolution's with the roles swapped: forward = backward_data, the data
+// gradient = forward, the weight gradient = backward_filter (input dy, output gradient x).
+
+struct DeconvolutionParams {
+  ConvolutionParams conv;  // num_filter: y's channels
+  Dims3 adj{0, 0, 0};      // extra extent at the end of each output axis (< stride)
+  Dims3 target{0, 0, 0};   // MXNet's target_shape, for the attributes; 0: none was given
+};
+
+const DeconvolutionParams& deconv_params(const Invocation& inv) { return inv.params.as<DeconvolutionParams>(); }
+
+// The convolution from y back to x (x_channels filters).
+ConvolutionParams adjoint_convolution(const DeconvolutionParams& p, std::int64_t x_channels) {
+  ConvolutionParams c = p.conv;
+  c.num_filter = x_channels;
+  c.no_bias = true;
+  c.act.reset();
+  return c;
+}
+
+Shape deconvolution_shape(const DeconvolutionParams& p, const Shape& x) {
+  const Window& w = p.conv.window;
+  std::vector<std::int64_t> dims{x[0], p.conv.num_filter};
+  for (int d = 3 - w.spatial; d < 3; ++d) {
+    const std::int64_t in = x[2 + d - (3 - w.spatial)];
+    dims.push_back((in - 1) * w.stride[d] - 2 * std::int64_t{w.pad[d]} + std::int64_t{w.dilation[d]} * (w.kernel[d] - 1) +
+                   1 + p.adj[d]);
+  }
+  return Shape(dims);
+}
+
+// y's geometry as the adjoint convolution's input; its out extents are x's.
+ConvGeometry deconvolution_geometry(const DeconvolutionParams& p, const Shape& x, DType dtype) {
+  return conv_geometry(adjoint_convolution(p, x[1]), deconvolution_shape(p, x), dtype);
+}
+
+// The bias/activation pass over y: rows (batch, num_filter), y's positions.
+ConvGeometry output_rows(ConvGeometry g, std::int64_t filters) {
+  g.out = g.in;
+  g.out_channels = filters;
+  return g;
+}
+
+void deconvolution_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const char* op = "Deconvolution";
+  const DeconvolutionParams& p = deconv_params(inv);
+  const NDArray &x = inv.inputs[0], &weight = inv.inputs[1], &bias = inv.inputs[2];
+  nd::check_floating(op, x);
+  nd::check_same_dtype(op, x, weight);
+  if (!p.conv.no_bias) nd::check_same_dtype(op, x, bias);
+  const int spatial = p.conv.window.spatial;
+  if (x.ndim() != spatial + 2) {
+    throw ShapeError(std::string(op) + ": data must be (batch, channels, " + std::to_string(spatial) +
+                     " spatial axes) for the " + std::to_string(spatial) + "-D kernel " +
+                     window_tuple(p.conv.window, p.conv.window.kernel) + ", got " + nd::describe(x));
+  }
+  const std::int64_t channels = x.shape()[1];
+  if (channels % p.conv.num_group != 0) {
+    throw ValueError(std::string(op) + ": num_group " + std::to_string(p.conv.num_group) + " must divide the data's " +
+                     std::to_string(channels) + " channels; data " + nd::describe(x));
+  }
+  const Shape y = deconvolution_shape(p, x.shape());
+  for (int d = 2; d < y.ndim(); ++d) {
+    if (y[d] < 1) {
+      throw ShapeError(std::string(op) + ": the " + window_text(p.conv) + " leave no output for data " +
+                       nd::describe(x) + ": the padding removes more than the output has");
+    }
+  }
+  std::vector<std::int64_t> w_dims{channels, p.conv.num_filter / p.conv.num_group};
+  for (int d = 3 - spatial; d < 3; ++d) w_dims.push_back(p.conv.window.kernel[d]);
+  if (weight.shape() != Shape(w_dims)) {
+    throw ShapeError(std::string(op) + ": weight " + nd::describe(weight) + " does not fit data " + nd::describe(x) +
+                     ", num_filter " + std::to_string(p.conv.num_filter) + ", num_group " +
+                     std::to_string(p.conv.num_group) + " and kernel " +
+                     window_tuple(p.conv.window, p.conv.window.kernel) + "; expected " + Shape(w_dims).tuple_str());
+  }
+  if (!p.conv.no_bias && bias.shape() != Shape{p.conv.num_filter}) {
+    throw ShapeError(std::string(op) + ": bias " + nd::describe(bias) + " does not fit num_filter " +
+                     std::to_string(p.conv.num_filter) + "; expected " + Shape{p.conv.num_filter}.tuple_str());
+  }
+  out = {{y, x.dtype()}};
+}
+
+void deconvolution_kernel(const ExecContext& ec, const Invocation& inv) {
+  const DeconvolutionParams& p = deconv_params(inv);
+  const NDArray &x = inv.inputs[0], &y = inv.outputs[0];
+  if (y.size() == 0) return;
+  const ConvGeometry g = deconvolution_geometry(p, x.shape(), x.dtype());
+  convolution_pass(ec, ConvPass::backward_data, g, x.data(), inv.inputs[1].data(), y.data());
+  if (!p.conv.no_bias || p.conv.act) {
+    bias_activation(ec, output_rows(g, p.conv.num_filter), y.data(), p.conv.no_bias ? nullptr : inv.inputs[2].data(),
+                    p.conv.act);
+  }
+}
+
+// dx = Convolution(dy, w); dw = the convolution's weight gradient with input dy and output
+// gradient x; dbias = dy summed per filter. Each through the Convolution family's ops.
+Grads deconvolution_gradient(const Invocation& inv, const Grads& out_grads) {
+  const DeconvolutionParams& p = deconv_params(inv);
+  const NDArray &x = inv.inputs[0], &weight = inv.inputs[1], &y = inv.outputs[0];
+  const NDArray dy = p.conv.act ? invoke1(unary_backward_op(*p.conv.act), {out_grads[0], y, y}) : out_grads[0];
+  const ConvolutionParams c = adjoint_convolution(p, x.shape()[1]);
+  Grads grads(3);
+  if (p.conv.data_grad) grads[0] = invoke1(convolution_op(), {dy, weight, NDArray()}, c);
+  if (p.conv.weight_grad) grads[1] = invoke1(backward_weight_op(), {x, dy, weight}, c);
+  if (!p.conv.no_bias) grads[2] = invoke1(backward_bias_op(), {dy}, p.conv);
+  return grads;
+}
+
+std::vector<std::pair<std::string, std::string>> deconvolution_attrs(const Params& params) {
+  const auto& p = params.as<DeconvolutionParams>();
+  std::vector<std::pair<std::string, std::string>> attrs = convolution_attrs(p.conv);
+  attrs.emplace_back("adj", window_tuple(p.conv.window, p.adj));
+  if (p.target[0] + p.target[1] + p.target[2] > 0) attrs.emplace_back("target_shape", window_tuple(p.conv.window, p.target));
+  return attrs;
+}
+
+const OpDef& deconvolution_op() {
+  static const OpDef def{"Deconvolution", &deconvolution_infer, &deconvolution_kernel,
+                         NDG_GPU_KERNEL(deconvolution_kernel), &deconvolution_gradient, &deconvolution_attrs};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
 [[maybe_unused]] const bool family_registered =
-    (convolution_op(), backward_data_op(), backward_weight_op(), backward_bias_op(), true);
+    (convolution_op(), backward_data_op(), backward_weight_op(), backward_bias_op(), deconvolution_op(), true);
 
 }  // namespace
 
@@ -536,6 +665,71 @@ NDArray Convolution(const NDArray& data, const NDArray& weight, const NDArray& b
   p.data_grad = data.autograd_node() != nullptr;
   p.weight_grad = weight.autograd_node() != nullptr;
   return op::invoke1(op::convolution_op(), {data, weight, o.no_bias ? NDArray() : bias}, p);
+}
+
+NDArray Deconvolution(const NDArray& data, const NDArray& weight, const NDArray& bias,
+                      const DeconvolutionOptions& o) {
+  const char* op = "Deconvolution";
+  detail::check_not_none(op, data);
+  detail::check_not_none(op, weight);
+  if (!o.no_bias) detail::check_not_none(op, bias);
+  op::DeconvolutionParams p;
+  op::Window& w = p.conv.window;
+  w = op::make_window(op, o.kernel, o.stride, o.dilate, o.pad);
+  const auto tuple = [&](const char* name, const std::vector<std::int64_t>& v, op::Dims3& into) {
+    if (v.empty()) return;
+    if (v.size() != static_cast<std::size_t>(w.spatial)) {
+      throw ValueError(std::string(op) + ": " + name + " " + Shape(v).tuple_str() +
+                       " must have as many extents as kernel " + Shape(o.kernel).tuple_str());
+    }
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (v[i] < 0 || v[i] > std::numeric_limits<std::int32_t>::max()) {
+        throw ValueError(std::string(op) + ": " + name + " " + Shape(v).tuple_str() + " must be non-negative");
+      }
+      into[3 - v.size() + i] = static_cast<std::int32_t>(v[i]);
+    }
+  };
+  tuple("adj", o.adj, p.adj);
+  tuple("target_shape", o.target_shape, p.target);
+  if (!o.target_shape.empty()) {
+    // MXNet's rule: the padding (and adj) that give target_shape from the data's extents.
+    if (data.ndim() != w.spatial + 2) {
+      throw ShapeError(std::string(op) + ": data must be (batch, channels, " + std::to_string(w.spatial) +
+                       " spatial axes) for the " + std::to_string(w.spatial) + "-D kernel, got " + describe(data));
+    }
+    for (int d = 3 - w.spatial; d < 3; ++d) {
+      const std::int64_t in = data.shape()[2 + d - (3 - w.spatial)];
+      const std::int64_t full = (in - 1) * w.stride[d] + std::int64_t{w.dilation[d]} * (w.kernel[d] - 1) + 1;
+      const std::int64_t total_pad = full - p.target[d];
+      if (total_pad < 0) {
+        throw ShapeError(std::string(op) + ": target_shape " + Shape(o.target_shape).tuple_str() +
+                         " is larger than the data " + describe(data) + " can give with the kernel and stride");
+      }
+      p.adj[d] = static_cast<std::int32_t>(total_pad % 2);
+      w.pad[d] = static_cast<std::int32_t>((total_pad + 1) / 2);
+    }
+  }
+  for (int d = 3 - w.spatial; d < 3; ++d) {
+    if (p.adj[d] >= w.stride[d]) {
+      throw ValueError(std::string(op) + ": adj " + op::window_tuple(w, p.adj) +
+                       (o.target_shape.empty() ? "" : " (from target_shape " + Shape(o.target_shape).tuple_str() + ")") +
+                       " must be smaller than stride " + op::window_tuple(w, w.stride) + " along every axis");
+    }
+  }
+  if (o.num_filter < 1) {
+    throw ValueError(std::string(op) + ": num_filter must be positive, got " + std::to_string(o.num_filter));
+  }
+  if (o.num_group < 1 || o.num_filter % o.num_group != 0) {
+    throw ValueError(std::string(op) + ": num_group " + std::to_string(o.num_group) + " must divide num_filter " +
+                     std::to_string(o.num_filter));
+  }
+  p.conv.num_filter = o.num_filter;
+  p.conv.num_group = static_cast<std::int32_t>(o.num_group);
+  p.conv.no_bias = o.no_bias;
+  p.conv.act = activation_type(o.act_type, op);
+  p.conv.data_grad = data.autograd_node() != nullptr;
+  p.conv.weight_grad = weight.autograd_node() != nullptr;
+  return op::invoke1(op::deconvolution_op(), {data, weight, o.no_bias ? NDArray() : bias}, p);
 }
 
 }  // namespace mx::nd

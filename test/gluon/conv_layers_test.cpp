@@ -63,6 +63,39 @@ BOOST_AUTO_TEST_CASE(conv1d_conv3d_groups_and_strides_shapes) {
   });
 }
 
+// The transposed layers: weight (in_channels, channels / groups, kernel...), deferred, with
+// output_padding and the activation; the output is the op's, and its shape undoes a strided Conv2D.
+BOOST_AUTO_TEST_CASE(transposed_convolutions_defer_in_channels_and_match_the_op) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nn::Conv2DTranspose up(6, 3, {.strides = 2, .padding = 1, .output_padding = 1, .groups = 2, .activation = "tanh"});
+    up.initialize(mx::init::Xavier(), ctx);
+    const nd::NDArray x = random_array({2, 4, 5, 3}, ctx, 7);
+    const nd::NDArray y = up(x);
+    BOOST_TEST(up.weight().shape() == (mx::Shape{4, 3, 3, 3}));
+    BOOST_TEST(y.shape() == (mx::Shape{2, 6, 10, 6}));  // (5 - 1) 2 - 2 + 3 + 1
+    const nd::NDArray want = nd::tanh(nd::Deconvolution(
+        x, up.weight().data(ctx), up.bias().data(ctx),
+        {.kernel = {3, 3}, .stride = {2, 2}, .pad = {1, 1}, .adj = {1, 1}, .num_filter = 6, .num_group = 2, .no_bias = false}));
+    check_close(y, want.asvector<double>());
+    nn::Conv2D down(4, 3, {.strides = 2, .padding = 1});
+    down.initialize(mx::init::Xavier(), ctx);
+    BOOST_TEST(down(y).shape() == x.shape());
+
+    nn::Conv1DTranspose c1(3, 4, {.strides = 3, .use_bias = false, .in_channels = 2});
+    nn::Conv3DTranspose c3(2, {1, 2, 2}, {.strides = {1, 2, 2}});
+    c1.initialize(mx::init::Xavier(), ctx);
+    c3.initialize(mx::init::Xavier(), ctx);
+    BOOST_TEST(c1(nd::ones({5, 2, 7}, ctx)).shape() == (mx::Shape{5, 3, 22}));  // 6·3 + 4
+    BOOST_TEST(c3(nd::ones({1, 3, 2, 4, 4}, ctx)).shape() == (mx::Shape{1, 2, 2, 8, 8}));
+    BOOST_TEST(c3.weight().shape() == (mx::Shape{3, 2, 1, 2, 2}));
+    NDG_CHECK_THROWS_WITH(c1(nd::ones({5, 3, 7}, ctx)), mx::ShapeError, "Conv1DTranspose", "(5, 3, 7)",
+                          "expects 2");
+  });
+  NDG_CHECK_THROWS_WITH(nn::Conv2D(4, 3, {.output_padding = 1}), mx::ValueError, "Conv2D", "output_padding");
+  NDG_CHECK_THROWS_WITH(nn::Conv2DTranspose(4, 3, {.strides = 2, .output_padding = 2}), mx::ValueError,
+                        "Conv2DTranspose", "output_padding (2, 2)", "strides (2, 2)");
+}
+
 BOOST_AUTO_TEST_CASE(pooling_layers) {
   ndg_test::for_each_context([](mx::Context ctx) {
     const nd::NDArray x = nd::arange(0, 32, 1, ctx).reshape({1, 2, 4, 4});

@@ -281,6 +281,146 @@ BOOST_AUTO_TEST_CASE(bad_attributes_and_shapes_are_typed_errors) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_SUITE(deconvolution)
+
+// Deconvolution(x, w) is the adjoint of the Convolution case c read backwards: data (batch,
+// filters, out...) to (batch, channels, in...), with adj making up what the floor of c's output
+// extent dropped.
+struct Adjoint {
+  Case c;
+  Dims adj() const {
+    Dims a;
+    const Dims o = c.out();
+    for (std::size_t d = 0; d < c.in.size(); ++d) {
+      a.push_back(c.in[d] - ((o[d] - 1) * c.stride[d] - 2 * c.pad[d] + c.dilate[d] * (c.kernel[d] - 1) + 1));
+    }
+    return a;
+  }
+  nd::DeconvolutionOptions options(bool no_bias) const {
+    return {c.kernel, c.stride, c.dilate, c.pad, adj(), {}, c.channels, c.groups, no_bias};
+  }
+  // y = Deconvolution(x, w) + b in double: y[j] = <Convolution(e_j, w), x> (the adjoint).
+  Values reference(const Values& x, const Values& w, const Values& b) const {
+    const std::int64_t n = c.shape(c.batch, c.channels, c.in).numel(), inner = n / (c.batch * c.channels);
+    Values y(static_cast<std::size_t>(n)), e(static_cast<std::size_t>(n), 0.0);
+    const Values zero(static_cast<std::size_t>(c.filters), 0.0);
+    for (std::size_t j = 0; j < y.size(); ++j) {
+      e[j] = 1;
+      const Values col = reference_conv(c, e, w, zero);
+      e[j] = 0;
+      double sum = 0;
+      for (std::size_t i = 0; i < col.size(); ++i) sum += col[i] * x[i];
+      y[j] = sum + b[static_cast<std::size_t>(static_cast<std::int64_t>(j) / inner % c.channels)];
+    }
+    return y;
+  }
+};
+
+BOOST_AUTO_TEST_CASE(hand_computed_1d) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray x = from({1, 2}, {1, 1, 2}, ctx), w = from({1, 1, 1}, {1, 1, 3}, ctx);
+    const nd::NDArray b = from({0.5}, {1}, ctx);
+    // Each input spreads over a kernel-wide window, windows stride apart.
+    check_close(nd::Deconvolution(x, w, b, {.kernel = {3}, .stride = {2}, .num_filter = 1, .no_bias = false}),
+                {1.5, 1.5, 3.5, 2.5, 2.5}, 1e-6, 1e-6);
+    check_close(nd::Deconvolution(x, w, {}, {.kernel = {3}, .stride = {2}, .pad = {1}, .num_filter = 1}), {1, 3, 2},
+                1e-6, 1e-6);
+    check_close(nd::Deconvolution(x, w, {}, {.kernel = {3}, .stride = {2}, .adj = {1}, .num_filter = 1}),
+                {1, 1, 3, 2, 2, 0}, 1e-6, 1e-6);
+    check_close(nd::Deconvolution(x, w, {}, {.kernel = {3}, .stride = {2}, .dilate = {2}, .num_filter = 1}),
+                {1, 0, 3, 0, 3, 0, 2}, 1e-6, 1e-6);
+    // target_shape 4: MXNet's rule gives pad 1, adj 1 (total padding 1).
+    const nd::NDArray t = nd::Deconvolution(x, w, {}, {.kernel = {3}, .stride = {2}, .target_shape = {4}, .num_filter = 1});
+    BOOST_TEST(t.shape() == (mx::Shape{1, 1, 4}));
+    check_close(t, {1, 3, 2, 2}, 1e-6, 1e-6);
+  });
+}
+
+// Every convolution case read backwards, against the adjoint computed here in double; the
+// gradients of Σ y·r: x's is Convolution(r, w), w's and b's exact differences (y is linear in each).
+BOOST_AUTO_TEST_CASE(adjoint_of_every_convolution_case_and_gradients) {
+  unsigned seed = 700;
+  for (const Case& c : cases()) {
+    const Adjoint a{c};
+    const mx::Shape xs = c.shape(c.batch, c.filters, c.out()), ws = c.shape(c.filters, c.channels / c.groups, c.kernel);
+    const mx::Shape ys = c.shape(c.batch, c.channels, c.in);
+    const Values x0 = ndg_test::uniform_values(static_cast<std::size_t>(xs.numel()), seed++);
+    const Values w0 = ndg_test::uniform_values(static_cast<std::size_t>(ws.numel()), seed++);
+    const Values b0 = ndg_test::uniform_values(static_cast<std::size_t>(c.channels), seed++);
+    const Values r = ndg_test::uniform_values(static_cast<std::size_t>(ys.numel()), seed++);
+    const Values want = a.reference(x0, w0, b0);
+    const Values gx = reference_conv(c, r, w0, Values(static_cast<std::size_t>(c.filters), 0.0));
+    const auto loss = [&](const Values& w, const Values& b) {
+      const Values y = a.reference(x0, w, b);
+      double sum = 0;
+      for (std::size_t i = 0; i < y.size(); ++i) sum += y[i] * r[i];
+      return sum;
+    };
+    const auto numeric = [&](bool of_w) {
+      Values w = w0, b = b0;
+      Values& v = of_w ? w : b;
+      Values grad(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const double keep = v[i];
+        v[i] = keep + 0.5;
+        const double up = loss(w, b);
+        v[i] = keep - 0.5;
+        grad[i] = up - loss(w, b);
+        v[i] = keep;
+      }
+      return grad;
+    };
+    const Values gw = numeric(true), gb = numeric(false);
+    ndg_test::for_each_context([&](mx::Context ctx) {
+      for (const DType dt : ndg_test::kFloatDTypes) {
+        BOOST_TEST_CONTEXT(c.spatial() << "-D case " << seed << ", " << dt) {
+          nd::NDArray x = from(x0, xs, ctx, dt), w = from(w0, ws, ctx, dt), b = from(b0, {c.channels}, ctx, dt);
+          x.attach_grad();
+          w.attach_grad();
+          b.attach_grad();
+          nd::NDArray y;
+          {
+            auto scope = ag::record();
+            y = nd::Deconvolution(x, w, b, a.options(false));
+            (y * from(r, y.shape(), ctx, dt)).sum().backward();
+          }
+          BOOST_TEST(y.shape() == ys);
+          const double tol = dt == DType::float32 ? 1e-5 : 1e-10;
+          check_close(y, want, tol, tol);
+          check_close(x.grad(), gx, tol, tol);
+          check_close(w.grad(), gw, tol, tol);
+          check_close(b.grad(), gb, tol, tol);
+        }
+      }
+    });
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_attributes_and_shapes_are_typed_errors) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray x = nd::ones({2, 4, 5, 5}, ctx), w = nd::ones({4, 3, 3, 3}, ctx), b = nd::zeros({3}, ctx);
+    NDG_CHECK_THROWS_WITH(nd::Deconvolution(x, w, b, {.kernel = {3, 3}, .stride = {2, 2}, .adj = {2, 0}, .num_filter = 3}),
+                          mx::ValueError, "Deconvolution", "adj (2, 0)", "smaller than stride (2, 2)");
+    NDG_CHECK_THROWS_WITH(nd::Deconvolution(x, w, b, {.kernel = {3, 3}, .stride = {0, 1}, .num_filter = 3}),
+                          mx::ValueError, "Deconvolution", "stride (0, 1)", "positive");
+    NDG_CHECK_THROWS_WITH(nd::Deconvolution(x, nd::ones({4, 2, 3, 3}, ctx), b, {.kernel = {3, 3}, .num_filter = 3}),
+                          mx::ShapeError, "Deconvolution", "weight", "(4, 2, 3, 3)", "expected (4, 3, 3, 3)");
+    NDG_CHECK_THROWS_WITH(nd::Deconvolution(x, w, b, {.kernel = {3, 3}, .num_filter = 3, .num_group = 2}),
+                          mx::ValueError, "Deconvolution", "num_group 2", "num_filter 3");
+    NDG_CHECK_THROWS_WITH(nd::Deconvolution(nd::ones({4, 5, 5}, ctx), w, b, {.kernel = {3, 3}, .num_filter = 3}),
+                          mx::ShapeError, "Deconvolution", "(batch, channels, 2 spatial axes)", "(4, 5, 5)");
+    NDG_CHECK_THROWS_WITH(nd::Deconvolution(x, w, nd::zeros({4}, ctx), {.kernel = {3, 3}, .num_filter = 3, .no_bias = false}),
+                          mx::ShapeError, "Deconvolution", "bias (4,)", "expected (3,)");
+    NDG_CHECK_THROWS_WITH(nd::Deconvolution(x, w, b, {.kernel = {3, 3}, .pad = {4, 4}, .num_filter = 3}),
+                          mx::ShapeError, "Deconvolution", "(2, 4, 5, 5)", "no output");
+    NDG_CHECK_THROWS_WITH(nd::Deconvolution(x, w, b, {.kernel = {3, 3}, .target_shape = {20, 5}, .num_filter = 3}),
+                          mx::ShapeError, "Deconvolution", "target_shape (20, 5)", "larger");
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+
 namespace {
 
 // Direct pooling in double over (planes, in...) with the window along the padded axes.
