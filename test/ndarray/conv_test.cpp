@@ -91,6 +91,35 @@ Values reference_conv(const Case& c, const Values& x, const Values& w, const Val
   return y;
 }
 
+// The adjoint of reference_conv (Deconvolution) in double: x (batch, filters, out...) spread back
+// over y (batch, channels, in...) through the same taps, plus b (channels,).
+Values reference_deconv(const Case& c, const Values& x, const Values& w, const Values& b) {
+  const auto in = c.at3(c.in, 1), k = c.at3(c.kernel, 1), s = c.at3(c.stride, 1), dl = c.at3(c.dilate, 1),
+             p = c.at3(c.pad, 0), out = c.at3(c.out(), 1);
+  const std::int64_t cg = c.channels / c.groups, fg = c.filters / c.groups;
+  Values y(static_cast<std::size_t>(c.batch * c.channels * product(in)));
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = b[static_cast<std::size_t>(static_cast<std::int64_t>(i) / product(in) % c.channels)];
+  std::size_t at = 0;
+  for (std::int64_t n = 0; n < c.batch; ++n)
+    for (std::int64_t f = 0; f < c.filters; ++f)
+      for (std::int64_t o0 = 0; o0 < out[0]; ++o0)
+        for (std::int64_t o1 = 0; o1 < out[1]; ++o1)
+          for (std::int64_t o2 = 0; o2 < out[2]; ++o2, ++at)
+            for (std::int64_t ci = 0; ci < cg; ++ci)
+              for (std::int64_t k0 = 0; k0 < k[0]; ++k0)
+                for (std::int64_t k1 = 0; k1 < k[1]; ++k1)
+                  for (std::int64_t k2 = 0; k2 < k[2]; ++k2) {
+                    const std::int64_t i0 = o0 * s[0] - p[0] + k0 * dl[0], i1 = o1 * s[1] - p[1] + k1 * dl[1],
+                                       i2 = o2 * s[2] - p[2] + k2 * dl[2];
+                    if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1] || i2 < 0 || i2 >= in[2]) continue;
+                    const std::int64_t channel = f / fg * cg + ci;
+                    const std::int64_t yi = (((n * c.channels + channel) * in[0] + i0) * in[1] + i1) * in[2] + i2;
+                    const std::int64_t wi = (((f * cg + ci) * k[0] + k0) * k[1] + k1) * k[2] + k2;
+                    y[static_cast<std::size_t>(yi)] += x[at] * w[static_cast<std::size_t>(wi)];
+                  }
+  return y;
+}
+
 // The convolution cases the random and gradient tests share: 1-, 2- and 3-D; stride, padding,
 // dilation, groups and depthwise; a 1×1 kernel (no im2col).
 std::vector<Case> cases() {
@@ -299,21 +328,8 @@ struct Adjoint {
   nd::DeconvolutionOptions options(bool no_bias) const {
     return {c.kernel, c.stride, c.dilate, c.pad, adj(), {}, c.channels, c.groups, no_bias};
   }
-  // y = Deconvolution(x, w) + b in double: y[j] = <Convolution(e_j, w), x> (the adjoint).
-  Values reference(const Values& x, const Values& w, const Values& b) const {
-    const std::int64_t n = c.shape(c.batch, c.channels, c.in).numel(), inner = n / (c.batch * c.channels);
-    Values y(static_cast<std::size_t>(n)), e(static_cast<std::size_t>(n), 0.0);
-    const Values zero(static_cast<std::size_t>(c.filters), 0.0);
-    for (std::size_t j = 0; j < y.size(); ++j) {
-      e[j] = 1;
-      const Values col = reference_conv(c, e, w, zero);
-      e[j] = 0;
-      double sum = 0;
-      for (std::size_t i = 0; i < col.size(); ++i) sum += col[i] * x[i];
-      y[j] = sum + b[static_cast<std::size_t>(static_cast<std::int64_t>(j) / inner % c.channels)];
-    }
-    return y;
-  }
+  // y = Deconvolution(x, w) + b in double, checked against the adjoint identity below.
+  Values reference(const Values& x, const Values& w, const Values& b) const { return reference_deconv(c, x, w, b); }
 };
 
 BOOST_AUTO_TEST_CASE(hand_computed_1d) {
@@ -349,6 +365,15 @@ BOOST_AUTO_TEST_CASE(adjoint_of_every_convolution_case_and_gradients) {
     const Values b0 = ndg_test::uniform_values(static_cast<std::size_t>(c.channels), seed++);
     const Values r = ndg_test::uniform_values(static_cast<std::size_t>(ys.numel()), seed++);
     const Values want = a.reference(x0, w0, b0);
+    {  // the reference is conv's adjoint: <Convolution(u, w), x> = <u, Deconvolution(x, w)> (no bias)
+      const Values u = ndg_test::uniform_values(want.size(), seed + 1000);
+      const Values cu = reference_conv(c, u, w0, Values(static_cast<std::size_t>(c.filters), 0.0));
+      const Values dx = a.reference(x0, w0, Values(static_cast<std::size_t>(c.channels), 0.0));
+      double lhs = 0, rhs = 0;
+      for (std::size_t i = 0; i < cu.size(); ++i) lhs += cu[i] * x0[i];
+      for (std::size_t i = 0; i < u.size(); ++i) rhs += u[i] * dx[i];
+      BOOST_TEST(lhs == rhs, boost::test_tools::tolerance(1e-12));
+    }
     const Values gx = reference_conv(c, r, w0, Values(static_cast<std::size_t>(c.filters), 0.0));
     const auto loss = [&](const Values& w, const Values& b) {
       const Values y = a.reference(x0, w, b);
