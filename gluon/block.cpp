@@ -5,11 +5,9 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <set>
 
 #include "gluon/parameter_file.hpp"
 #include "context/device.hpp"
-#include "ndarray/describe.hpp"
 #include "ndarray/profiler.hpp"
 
 namespace mx::gluon {
@@ -116,47 +114,54 @@ void Block::initialize(const init::Initializer& init, const std::vector<Context>
 void Block::save_parameters(const std::string& path) const {
   std::vector<std::pair<std::string, nd::NDArray>> entries;
   for (const auto& [key, param] : structural_params()) entries.emplace_back(key, param.list_data().front());
-  save_parameter_file(path, entries);
+  save_parameter_file(path, entries, "save_parameters");
 }
 
-void Block::load_parameters(const std::string& path, Context ctx) {
-  load_parameters(path, std::vector<Context>{ctx});
+void Block::load_parameters(const std::string& path, Context ctx, bool allow_missing, bool ignore_extra) {
+  load_parameters(path, std::vector<Context>{ctx}, allow_missing, ignore_extra);
 }
 
-void Block::load_parameters(const std::string& path, const std::vector<Context>& ctxs) {
+void Block::load_parameters(const std::string& path, const std::vector<Context>& ctxs, bool allow_missing,
+                            bool ignore_extra) {
   if (ctxs.empty()) throw ValueError("load_parameters: '" + path + "' needs at least one context to load onto");
   for (Context ctx : ctxs) check_context(ctx);
   // Everything is read and checked into temporaries first, so that a bad file changes nothing.
-  const auto loaded = load_parameter_file(path);
-  const auto params = structural_params();
-  std::map<std::string, nd::NDArray> by_name(loaded.begin(), loaded.end());
-  for (const auto& [key, param] : params) {
-    const auto it = by_name.find(key);
-    if (it == by_name.end()) {
-      throw FileError("load_parameters: '" + path + "' has no parameter '" + key + "' (" + param.name() +
-                      ") that block '" + name() + "' needs");
-    }
-    const Shape& want = param.shape();
-    const nd::NDArray& value = it->second;
-    bool fits = want.ndim() == value.ndim() && param.dtype() == value.dtype();
-    for (int d = 0; fits && d < want.ndim(); ++d) fits = want[d] == 0 || want[d] == value.shape()[d];
-    if (!fits) {
-      throw ShapeError("load_parameters: parameter '" + key + "' (" + param.name() + ") is " + want.tuple_str() +
-                       " " + dtype_name(param.dtype()) + " in block '" + name() + "' but " +
-                       nd::describe(value) + " in '" + path + "'");
-    }
+  auto entries = load_parameter_file(path, "load_parameters");
+  // MXNet's export names its entries "arg:dense0_weight" and "aux:batchnorm0_running_mean".
+  for (auto& [key, value] : entries) {
+    if (key.starts_with("arg:") || key.starts_with("aux:")) key.erase(0, 4);
   }
-  if (loaded.size() != params.size()) {
-    std::set<std::string> known;
-    for (const auto& [key, param] : params) known.insert(key);
-    for (const auto& [key, value] : loaded) {
-      if (!known.count(key)) {
-        throw FileError("load_parameters: '" + path + "' has parameter '" + key + "' which block '" + name() +
-                        "' does not have");
+  std::vector<ParameterSlot> slots;
+  for (auto& [key, param] : structural_params()) slots.push_back({std::move(key), std::move(param)});
+  // Keys are structural names ("0.weight"), as save_parameters writes, unless none has a dot and
+  // some is no structural name: then they are parameter names (collect_params().save, export),
+  // which MXNet's load_parameters reads through collect_params().load with restore_prefix = prefix().
+  const auto is_structural = [&](const std::string& key) {
+    for (const ParameterSlot& slot : slots) {
+      if (slot.key == key) return true;
+    }
+    return false;
+  };
+  bool by_name = false;
+  for (const auto& [key, value] : entries) by_name = by_name || !is_structural(key);
+  for (const auto& [key, value] : entries) by_name = by_name && key.find('.') == std::string::npos;
+  std::vector<std::vector<std::size_t>> entry_slots(entries.size());
+  for (std::size_t j = 0; j < entries.size(); ++j) {
+    const std::string& key = entries[j].first;
+    const auto match = [&](const std::string& wanted, bool as_name) {
+      for (std::size_t i = 0; i < slots.size(); ++i) {
+        if ((as_name ? slots[i].param.name() : slots[i].key) == wanted) entry_slots[j].push_back(i);
       }
+    };
+    if (!by_name) {
+      match(key, false);
+    } else {
+      match(key, true);
+      if (entry_slots[j].empty()) match(prefix() + key, true);
     }
   }
-  for (auto [key, param] : params) param.load_init(by_name.at(key), ctxs);
+  load_parameter_slots(path, "load_parameters", "block '" + name() + "'", slots, entries, entry_slots, ctxs,
+                       allow_missing, ignore_extra);
 }
 
 }  // namespace mx::gluon

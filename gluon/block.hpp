@@ -55,12 +55,20 @@ class Block {
   // The parameters of this block and its children, by full name ("dense0_weight").
   ParameterDict collect_params() const;
 
-  // Versioned binary file of every parameter by structural name ("0.weight"), with a checksum.
+  // Every parameter by structural name ("0.weight") in MXNet's NDArray file, as MXNet's
+  // save_parameters writes it (nd::save of a dict; the copy on the first context).
   void save_parameters(const std::string& path) const;
-  // Loads a file written by save_parameters onto ctx (or ctxs). A truncated, corrupted or
-  // mismatching file throws mx::FileError / mx::ShapeError and leaves the parameters unchanged.
-  void load_parameters(const std::string& path, Context ctx = cpu());
-  void load_parameters(const std::string& path, const std::vector<Context>& ctxs);
+  // Loads onto ctx (or ctxs) a file of MXNet's save_parameters or this one's (structural names),
+  // of collect_params().save or MXNet's export ("arg:"/"aux:" and full names such as
+  // "dense0_weight", matched to the parameters' names, or to prefix() + key as MXNet's
+  // restore_prefix), or of ndgluon's earlier format. A truncated, corrupted or mismatching file
+  // throws mx::FileError / mx::ShapeError (mx::DTypeError for a dtype ndgluon lacks) and leaves
+  // the parameters unchanged. allow_missing leaves parameters the file lacks as they are;
+  // ignore_extra skips entries the block lacks.
+  void load_parameters(const std::string& path, Context ctx = cpu(), bool allow_missing = false,
+                       bool ignore_extra = false);
+  void load_parameters(const std::string& path, const std::vector<Context>& ctxs, bool allow_missing = false,
+                       bool ignore_extra = false);
 
   std::size_t num_children() const;
   Block& child(std::size_t i) const;

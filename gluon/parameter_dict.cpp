@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "context/device.hpp"
+#include "gluon/parameter_file.hpp"
+
 namespace mx::gluon {
 
 void ParameterDict::add(const Parameter& param) {
@@ -51,6 +54,48 @@ void ParameterDict::setattr(const std::string& attribute, const std::string& val
     throw ValueError("ParameterDict::setattr: unknown attribute '" + attribute + "' (supported: grad_req)");
   }
   for (auto& p : params_) p.second.set_grad_req(value);
+}
+
+void ParameterDict::save(const std::string& path, const std::string& strip_prefix) const {
+  std::vector<std::pair<std::string, nd::NDArray>> entries;
+  for (const auto& [name, param] : params_) {
+    if (!name.starts_with(strip_prefix)) {
+      throw ValueError("ParameterDict::save: prefix '" + strip_prefix + "' is to be stripped before saving, but " +
+                       "parameter '" + name + "' does not start with it");
+    }
+    entries.emplace_back(name.substr(strip_prefix.size()), param.list_data().front());
+  }
+  save_parameter_file(path, entries, "ParameterDict::save");
+}
+
+void ParameterDict::load(const std::string& path, Context ctx, bool allow_missing, bool ignore_extra,
+                         const std::string& restore_prefix) {
+  load(path, std::vector<Context>{ctx}, allow_missing, ignore_extra, restore_prefix);
+}
+
+void ParameterDict::load(const std::string& path, const std::vector<Context>& ctxs, bool allow_missing,
+                         bool ignore_extra, const std::string& restore_prefix) {
+  const char* op = "ParameterDict::load";
+  if (ctxs.empty()) throw ValueError(std::string(op) + ": '" + path + "' needs at least one context to load onto");
+  for (Context ctx : ctxs) check_context(ctx);
+  for (const auto& [name, param] : params_) {
+    if (!name.starts_with(restore_prefix)) {
+      throw ValueError(std::string(op) + ": restore_prefix is '" + restore_prefix + "' but parameter '" + name +
+                       "' does not start with it");
+    }
+  }
+  const auto entries = load_parameter_file(path, op);
+  std::vector<ParameterSlot> slots;
+  for (const auto& [name, param] : params_) slots.push_back({name, param});
+  std::vector<std::vector<std::size_t>> entry_slots(entries.size());
+  for (std::size_t j = 0; j < entries.size(); ++j) {
+    std::string key = entries[j].first;
+    if (key.starts_with("arg:") || key.starts_with("aux:")) key.erase(0, 4);
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      if (slots[i].key == restore_prefix + key) entry_slots[j].push_back(i);
+    }
+  }
+  load_parameter_slots(path, op, "the ParameterDict", slots, entries, entry_slots, ctxs, allow_missing, ignore_extra);
 }
 
 }  // namespace mx::gluon

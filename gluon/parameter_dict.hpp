@@ -32,6 +32,20 @@ class ParameterDict {
   // Python's collect_params().setattr(name, value); supports "grad_req".
   void setattr(const std::string& attribute, const std::string& value);
 
+  // Every parameter by full name ("dense0_weight") less strip_prefix, in MXNet's NDArray file
+  // (MXNet's ParameterDict.save: nd::save of a dict; the copy on the first context). Throws
+  // mx::ValueError naming a parameter whose name does not start with strip_prefix, mx::FileError
+  // when the file cannot be written.
+  void save(const std::string& path, const std::string& strip_prefix = "") const;
+  // Loads a file of save (MXNet's or this one's; keys "arg:"/"aux:" as export writes them lose
+  // that prefix) or of ndgluon's earlier format onto ctx (or ctxs): entry key k fills the parameter
+  // named restore_prefix + k. Errors as Block::load_parameters, and mx::ValueError naming a
+  // parameter whose name does not start with restore_prefix; a bad file changes nothing.
+  void load(const std::string& path, Context ctx = cpu(), bool allow_missing = false, bool ignore_extra = false,
+            const std::string& restore_prefix = "");
+  void load(const std::string& path, const std::vector<Context>& ctxs, bool allow_missing = false,
+            bool ignore_extra = false, const std::string& restore_prefix = "");
+
  private:
   std::vector<std::pair<std::string, Parameter>> params_;
 };

@@ -9,6 +9,7 @@
 #include "ndarray/creation.hpp"
 #include "ndarray/describe.hpp"
 #include "ndarray/elementwise.hpp"
+#include "ndarray/io.hpp"
 #include "ndarray/linalg.hpp"
 #include "ndarray/manipulation.hpp"
 #include "ndarray/memory.hpp"

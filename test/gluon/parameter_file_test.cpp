@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <gluon/nn.hpp>
+#include <gluon/parameter_file.hpp>
 
 namespace nd = mx::nd;
 namespace gluon = mx::gluon;
@@ -31,7 +32,8 @@ using ndg_test::write_bytes;
 
 // save_parameters / load_parameters: bit-identical round trips between any contexts, structural
 // names, and files that are missing, truncated, corrupted or of another net, each rejected with
-// its reason and without touching the block.
+// its reason and without touching the block. The files are MXNet's NDArray files (ndarray/io.hpp);
+// ndgluon's earlier format still loads, and its own corruptions are still caught.
 
 namespace {
 
@@ -67,6 +69,18 @@ void check_same(const Snapshot& a, const Snapshot& b) {
       }
     }
   }
+}
+
+// Every parameter of a block by structural name, with its first copy (what save_parameters saves).
+std::vector<std::pair<std::string, nd::NDArray>> entries_of(const gluon::Block& block) {
+  std::vector<std::pair<std::string, nd::NDArray>> entries;
+  for (const auto& [key, param] : block.structural_params()) entries.emplace_back(key, param.list_data().front());
+  return entries;
+}
+
+// A file of ndgluon's earlier format, as save_parameters wrote it before it wrote MXNet's.
+void save_in_ndgluon_format(const gluon::Block& block, const std::string& path) {
+  gluon::save_ndgluon_parameter_file(path, entries_of(block));
 }
 
 // The net of these tests: 6 -> 5 (relu) -> 3, all shapes known.
@@ -147,7 +161,10 @@ BOOST_AUTO_TEST_CASE(loads_into_a_fresh_net_by_structural_name) {
     BOOST_TEST(bytes.find(key) != std::string::npos, "file lacks " << key);
   }
   BOOST_TEST(bytes.find(source.at<nn::Dense>(0).prefix()) == std::string::npos);
-  BOOST_TEST(bytes.substr(0, 8) == "NDGLUONP");
+  // MXNet's NDArray file: its list magic first.
+  std::uint64_t magic = 0;
+  std::memcpy(&magic, bytes.data(), 8);
+  BOOST_TEST(magic == 0x112u);
 }
 
 BOOST_AUTO_TEST_CASE(loads_onto_several_contexts) {
@@ -194,11 +211,11 @@ BOOST_AUTO_TEST_CASE(loading_onto_no_context_is_refused) {
   BOOST_TEST((snapshot(net) == before));
 }
 
-BOOST_AUTO_TEST_CASE(corrupted_files_are_rejected_and_change_nothing) {
+BOOST_AUTO_TEST_CASE(corrupted_ndgluon_format_files_are_rejected_and_change_nothing) {
   const TempDir dir;
   const std::string good = dir.file("good.params");
   nn::Sequential source = initialized_net({mx::cpu()});
-  source.save_parameters(good);
+  save_in_ndgluon_format(source, good);
   const std::string bytes = read_bytes(good);
   // 8 magic + 4 version + 4 count + 4 CRC, and the values of 5*6 + 5 + 3*5 + 3 floats.
   BOOST_TEST_REQUIRE(bytes.size() > 20 + 58 * 4);
@@ -246,7 +263,8 @@ BOOST_AUTO_TEST_CASE(corrupted_files_are_rejected_and_change_nothing) {
   {
     std::string bad = bytes;
     bad[0] = 'X';
-    check_rejected("bad_magic", bad, FileErr{}, {"bad_magic.params", "not an ndgluon parameter file", "magic"});
+    check_rejected("bad_magic", bad, FileErr{},
+                   {"bad_magic.params", "neither an MXNet NDArray file nor an ndgluon parameter file", "magic"});
   }
   // 4. Another format version (bytes 8..11), with the checksum fixed too.
   {
@@ -326,7 +344,7 @@ BOOST_AUTO_TEST_CASE(corrupted_files_are_rejected_and_change_nothing) {
     check_rejected("shape", read_bytes(path), ShapeErr{}, {"'0.weight'", "(5, 6)", "(5, 4)"});
   }
 
-  // After all of that the good file still loads.
+  // After all of that the good file, of the earlier format, still loads.
   target.load_parameters(good, ctxs);
   check_same(snapshot(target), [&] {
     Snapshot expected;
@@ -385,12 +403,12 @@ BOOST_AUTO_TEST_CASE(loading_a_directory_is_a_file_error_naming_it) {
 }
 
 BOOST_AUTO_TEST_CASE(forged_extents_are_file_errors_naming_file_record_and_extents) {
-  // Headers with a valid checksum whose extents no array can have: a FileError naming the file,
+  // ndgluon's earlier format: headers with a valid checksum whose extents no array can have: a FileError naming the file,
   // the record and the extents, not a ShapeError from making the array.
   const TempDir dir;
   nn::Sequential source = initialized_net({mx::cpu()});
   const std::string good = dir.file("good.params");
-  source.save_parameters(good);
+  save_in_ndgluon_format(source, good);
   const std::string bytes = read_bytes(good);
   const std::string body = bytes.substr(0, bytes.size() - 4);
   // Record 0: u32 name length, "0.weight", u8 dtype, u32 ndim = 2, i64 extents (5, 6), u64 bytes, values.
@@ -516,6 +534,277 @@ BOOST_AUTO_TEST_CASE(saving_onto_a_directory_or_through_a_link) {
   check_same(snapshot(loaded), snapshot(net));
   BOOST_TEST(listing(dir) == (std::vector<std::string>{"folder.params", "latest.params", "real.params"}),
              tt::per_element());
+}
+
+// The file MXNet's save_parameters writes for nn.Sequential() holding nn.Dense(2, in_units=3) on
+// cpu(0), built field by field (Note [MXNet's NDArray file] in ndarray/io.cpp): a dict of
+// '0.weight' (2, 3) and '0.bias' (2,), float32.
+std::string mxnet_dense_file(const std::vector<float>& weight, const std::vector<float>& bias) {
+  std::string out;
+  const auto put = [&](auto value) { out.append(reinterpret_cast<const char*>(&value), sizeof(value)); };
+  const auto record = [&](const std::vector<std::int64_t>& shape, const std::vector<float>& values) {
+    put(std::uint32_t{0xF993FAC9});                  // V2 magic
+    put(std::int32_t{0});                            // dense storage
+    put(static_cast<std::int32_t>(shape.size()));    // ndim
+    for (std::int64_t d : shape) put(d);             // extents
+    put(std::int32_t{1});                            // cpu
+    put(std::int32_t{0});                            // device 0
+    put(std::int32_t{0});                            // float32
+    out.append(reinterpret_cast<const char*>(values.data()), values.size() * 4);
+  };
+  put(std::uint64_t{0x112});
+  put(std::uint64_t{0});
+  put(std::uint64_t{2});
+  record({2, 3}, weight);
+  record({2}, bias);
+  put(std::uint64_t{2});
+  for (const std::string name : {"0.weight", "0.bias"}) {
+    put(static_cast<std::uint64_t>(name.size()));
+    out += name;
+  }
+  return out;
+}
+
+BOOST_AUTO_TEST_CASE(save_parameters_writes_what_mxnet_writes_and_loads_mxnets_file) {
+  const TempDir dir;
+  const std::vector<float> weight{0.5f, -1.25f, 2, 3.75f, -4, 0.125f}, bias{7, -8};
+  const std::string mxnet_bytes = mxnet_dense_file(weight, bias);
+  const std::string mxnet_path = dir.file("mxnet.params");
+  write_bytes(mxnet_path, mxnet_bytes);
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    nn::Sequential net;
+    net.add(nn::Dense(2, "", true, 3));
+    net.initialize(mx::init::Zero(), ctx);
+    net.load_parameters(mxnet_path, ctx);
+    BOOST_TEST(net.at<nn::Dense>(0).weight().data(ctx).asvector<float>() == weight, tt::per_element());
+    BOOST_TEST(net.at<nn::Dense>(0).bias().data(ctx).asvector<float>() == bias, tt::per_element());
+    // Saved again, from any context: the same bytes but for the context each record names.
+    const std::string path = dir.file("ndgluon.params");
+    net.save_parameters(path);
+    std::string expected = mxnet_bytes;
+    if (ctx.is_gpu()) {
+      for (std::size_t record : {24u, 24u + 64u}) {
+        const std::int32_t device[2] = {2, ctx.device_id()};
+        std::memcpy(expected.data() + record + 12 + 8 * (record == 24u ? 2 : 1), device, 8);
+      }
+    }
+    BOOST_TEST(read_bytes(path) == expected);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(the_saved_file_is_nd_load_s_dict_of_structural_names) {
+  const TempDir dir;
+  const std::string path = dir.file("net.params");
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    nn::Sequential net = initialized_net({ctx});
+    net.save_parameters(path);
+    const nd::LoadedArrays loaded = nd::load(path);
+    BOOST_TEST(loaded.names == (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias"}),
+               tt::per_element());
+    const auto params = net.structural_params();
+    BOOST_TEST_REQUIRE(loaded.arrays.size() == params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      BOOST_TEST(loaded.arrays[i].shape() == params[i].second.shape());
+      BOOST_TEST(bits_of(loaded.arrays[i]) == bits_of(params[i].second.data(ctx)), tt::per_element());
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(loads_ndgluon_format_files_onto_every_context) {
+  const TempDir dir;
+  const std::string path = dir.file("old.params");
+  nn::Sequential source = initialized_net({mx::cpu()});
+  save_in_ndgluon_format(source, path);
+  BOOST_TEST(read_bytes(path).substr(0, 8) == "NDGLUONP");
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    nn::Sequential target = make_net();
+    target.load_parameters(path, ctx);
+    check_same(snapshot(target), snapshot(source));
+    BOOST_TEST(target.at<nn::Dense>(1).weight().data(ctx).context() == ctx);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(loads_files_of_full_names_and_of_export) {
+  const TempDir dir;
+  nn::Sequential source = initialized_net({mx::cpu()});
+  const Snapshot saved = snapshot(source);
+  // MXNet's export: "arg:" + full name for each parameter ("aux:" for running statistics).
+  std::vector<std::string> names;
+  std::vector<nd::NDArray> arrays;
+  for (const auto& [key, param] : source.structural_params()) {
+    names.push_back((key == "1.bias" ? "aux:" : "arg:") + param.name());
+    arrays.push_back(param.data());
+  }
+  const std::string exported = dir.file("model-0000.params");
+  nd::save(exported, names, arrays);
+  // collect_params().save: full names, here in reverse order.
+  std::reverse(names.begin(), names.end());
+  std::reverse(arrays.begin(), arrays.end());
+  for (std::string& name : names) name.erase(0, 4);
+  const std::string full = dir.file("full.params");
+  nd::save(full, names, arrays);
+  BOOST_TEST(names.front() == source.at<nn::Dense>(1).bias().name());
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    for (const std::string& path : {exported, full}) {
+      BOOST_TEST_CONTEXT(path) {
+        nn::Sequential same = source;  // the same block: the same names
+        same.initialize(mx::init::Zero(), ctx, true);
+        same.load_parameters(path, ctx);
+        check_same(snapshot(same), saved);
+        // Names of another net do not fit.
+        nn::Sequential other = make_net();
+        NDG_CHECK_THROWS_WITH(other.load_parameters(path, ctx), mx::FileError, "has no parameter '0.weight'",
+                              other.at<nn::Dense>(0).weight().name());
+      }
+    }
+  });
+  // A lone block's file of full names (collect_params().save) or of short ones (MXNet's
+  // save_parameters of a Dense, or collect_params().save with strip_prefix).
+  nn::Dense dense(4, "", true, 2);
+  dense.initialize(mx::init::Normal(1.0), mx::cpu());
+  const std::vector<float> want = dense.weight().data().asvector<float>();
+  const std::string full_names = dir.file("dense_full.params"), short_names = dir.file("dense_short.params");
+  dense.collect_params().save(full_names);
+  dense.collect_params().save(short_names, dense.prefix());
+  BOOST_TEST(nd::load(full_names).names == (std::vector<std::string>{dense.weight().name(), dense.bias().name()}),
+             tt::per_element());
+  BOOST_TEST(nd::load(short_names).names == (std::vector<std::string>{"weight", "bias"}), tt::per_element());
+  for (const std::string& path : {full_names, short_names}) {
+    dense.weight().set_data(nd::zeros({4, 2}));
+    dense.load_parameters(path, mx::cpu());
+    BOOST_TEST(dense.weight().data().asvector<float>() == want, tt::per_element());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(allow_missing_and_ignore_extra) {
+  const TempDir dir;
+  nn::Sequential source = initialized_net({mx::cpu()});
+  const std::string path = dir.file("part.params");
+  // Only the first layer, and an entry no block has.
+  nd::save(path, {"0.weight", "0.bias", "2.weight"},
+           {source.at<nn::Dense>(0).weight().data(), source.at<nn::Dense>(0).bias().data(), nd::zeros({1})});
+  nn::Sequential target = initialized_net({mx::cpu()});
+  const Snapshot before = snapshot(target);
+  NDG_CHECK_THROWS_WITH(target.load_parameters(path, mx::cpu()), mx::FileError, "has no parameter '1.weight'",
+                        "allow_missing");
+  NDG_CHECK_THROWS_WITH(target.load_parameters(path, mx::cpu(), true), mx::FileError,
+                        "has parameter '2.weight' which block", "ignore_extra");
+  check_same(snapshot(target), before);
+  target.load_parameters(path, mx::cpu(), true, true);
+  const Snapshot after = snapshot(target);
+  const Snapshot saved = snapshot(source);
+  BOOST_TEST((after[0].second == saved[0].second));  // loaded
+  BOOST_TEST((after[1].second == saved[1].second));
+  BOOST_TEST((after[2].second == before[2].second));  // left as they were
+  BOOST_TEST((after[3].second == before[3].second));
+  BOOST_TEST((after[0].second != before[0].second));
+  // Two entries for one parameter ("0.weight" and "arg:0.weight" strip to the same key).
+  nd::save(path, {"0.weight", "arg:0.weight"}, {nd::zeros({5, 6}), nd::zeros({5, 6})});
+  NDG_CHECK_THROWS_WITH(target.load_parameters(path, mx::cpu(), true, true), mx::FileError,
+                        "two entries for parameter '0.weight'");
+  check_same(snapshot(target), after);
+}
+
+BOOST_AUTO_TEST_CASE(parameter_dict_saves_and_loads_full_names) {
+  const TempDir dir;
+  const std::string path = dir.file("dict.params");
+  nn::Sequential source = initialized_net({mx::cpu()});
+  gluon::ParameterDict params = source.collect_params();
+  params.save(path);
+  const nd::LoadedArrays loaded = nd::load(path);
+  BOOST_TEST(loaded.names == params.keys(), tt::per_element());
+  const Snapshot saved = snapshot(source);
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    source.initialize(mx::init::Zero(), ctx, true);
+    params.load(path, ctx);
+    check_same(snapshot(source), saved);
+    BOOST_TEST(params[source.at<nn::Dense>(0).weight().name()].list_ctx() == std::vector<mx::Context>{ctx},
+               tt::per_element());
+  });
+  // strip_prefix and restore_prefix, as MXNet's: every name must start with the prefix.
+  nn::Dense a(3, "", true, 2), b(3, "", true, 2);
+  a.initialize(mx::init::Normal(1.0), mx::cpu());
+  b.initialize(mx::init::Zero(), mx::cpu());
+  a.collect_params().save(path, a.prefix());
+  BOOST_TEST(nd::load(path).names == (std::vector<std::string>{"weight", "bias"}), tt::per_element());
+  b.collect_params().load(path, mx::cpu(), false, false, b.prefix());
+  BOOST_TEST(bits_of(b.weight().data()) == bits_of(a.weight().data()), tt::per_element());
+  NDG_CHECK_THROWS_WITH(params.save(path, a.prefix()), mx::ValueError, "'" + a.prefix() + "'",
+                        source.at<nn::Dense>(0).weight().name(), "does not start with it");
+  NDG_CHECK_THROWS_WITH(params.load(path, mx::cpu(), false, false, "nope_"), mx::ValueError, "restore_prefix",
+                        "'nope_'");
+  // Without the prefix the short names are not the parameters' names.
+  NDG_CHECK_THROWS_WITH(b.collect_params().load(path), mx::FileError, "ParameterDict::load", "'" + path + "'",
+                        "has no parameter '" + b.weight().name() + "' that the ParameterDict needs");
+  NDG_CHECK_THROWS_WITH(b.collect_params().load(path, mx::cpu(), true), mx::FileError,
+                        "has parameter 'weight' which the ParameterDict does not have");
+  // A shape that does not fit.
+  nn::Dense c(3, "", true, 5);
+  c.initialize(mx::init::Zero(), mx::cpu());
+  NDG_CHECK_THROWS_WITH(c.collect_params().load(path, mx::cpu(), false, false, c.prefix()), mx::ShapeError,
+                        "'" + c.weight().name() + "'", "(3, 5)", "(3, 2)", path);
+}
+
+BOOST_AUTO_TEST_CASE(corrupt_mxnet_files_are_rejected_and_change_nothing) {
+  const TempDir dir;
+  const std::string good = dir.file("good.params");
+  nn::Sequential source = initialized_net({mx::cpu()});
+  source.save_parameters(good);
+  const std::string bytes = read_bytes(good);
+  nn::Sequential target = initialized_net({mx::cpu()});
+  const Snapshot before = snapshot(target);
+  const auto check = [&](const std::string& label, const std::string& content, auto error_tag,
+                         std::vector<std::string> parts) {
+    using ErrorType = typename decltype(error_tag)::type;
+    BOOST_TEST_CONTEXT(label) {
+      const std::string path = dir.file(label + ".params");
+      write_bytes(path, content);
+      parts.push_back("'" + path + "'");
+      BOOST_CHECK_EXCEPTION(target.load_parameters(path, mx::cpu()), ErrorType, ndg_test::message_has{parts});
+      check_same(snapshot(target), before);
+    }
+  };
+  struct FileErr { using type = mx::FileError; };
+  struct DTypeErr { using type = mx::DTypeError; };
+  // Cut in the header, in a record's extents, in its data, in the last record, in the names.
+  for (std::size_t n : {0u, 5u, 20u, 40u, 100u, 200u, 420u}) {
+    BOOST_TEST_REQUIRE(n < bytes.size());
+    check("cut_" + std::to_string(n), bytes.substr(0, n), FileErr{}, {"truncated"});
+  }
+  check("cut_last", bytes.substr(0, bytes.size() - 1), FileErr{}, {"truncated", "name 3 of 4"});
+  // Record 0 ("0.weight", (5, 6)) claims extents no file holds.
+  std::string huge = bytes;
+  const std::int64_t extents[2] = {std::int64_t{1} << 40, std::int64_t{1} << 20};
+  std::memcpy(huge.data() + 24 + 12, extents, 16);
+  check("huge", huge, FileErr{}, {"truncated", "record 0 of 4", "(1099511627776, 1048576) float32"});
+  // Record 0 as float16: a dtype ndgluon lacks (same element count in half the bytes; the names
+  // then sit 60 bytes early, so the record is rebuilt whole).
+  {
+    nd::LoadedArrays parts = nd::load(good);
+    std::string half = nd::save_tobuffer(parts.names, parts.arrays);
+    const std::int32_t float16 = 2;
+    std::memcpy(half.data() + 24 + 12 + 16 + 8, &float16, 4);
+    half.erase(24 + 12 + 16 + 12 + 60, 60);
+    check("float16", half, DTypeErr{}, {"record 0 of 4", "'0.weight'", "(5, 6) float16"});
+  }
+  // A list without names.
+  nd::save(dir.file("list.nd"), {nd::zeros({5, 6})});
+  check("list", read_bytes(dir.file("list.nd")), FileErr{}, {"list of 1 arrays without names"});
+  // An entry whose record has no shape (MXNet's NDArray()), for a parameter.
+  {
+    std::string none = "";
+    const auto put = [&](auto value) { none.append(reinterpret_cast<const char*>(&value), sizeof(value)); };
+    put(std::uint64_t{0x112});
+    put(std::uint64_t{0});
+    put(std::uint64_t{1});
+    put(std::uint32_t{0xF993FAC9});
+    put(std::int32_t{0});
+    put(std::int32_t{0});
+    put(std::uint64_t{1});
+    put(std::uint64_t{8});
+    none += "0.weight";
+    check("none", none, FileErr{}, {"no data for parameter '0.weight'"});
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

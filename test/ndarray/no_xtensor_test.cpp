@@ -11,6 +11,7 @@
 #include "ndarray/describe.hpp"
 #include "ndarray/dtype.hpp"
 #include "ndarray/elementwise.hpp"
+#include "ndarray/io.hpp"
 #include "ndarray/linalg.hpp"
 #include "ndarray/manipulation.hpp"
 #include "ndarray/memory.hpp"
