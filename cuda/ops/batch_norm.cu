@@ -81,6 +81,27 @@ __global__ void channel_sums(F f, ReduceShape s, std::int64_t rows_per_chunk, Pa
   if (threadIdx.x == 0) partial[c * gridDim.y + chunk] = sum;
 }
 
+// channel_sums of the values themselves (a bias gradient) in 16-byte packs: rows whose length is a
+// multiple of the pack, x aligned.
+template <class T>
+__global__ void channel_value_sums(const T* x, ReduceShape s, std::int64_t rows_per_chunk, Pair<T>* partial) {
+  using P = cuda::Pack<T>;
+  const std::int64_t c = blockIdx.x, chunk = blockIdx.y;
+  const std::int64_t first = chunk * rows_per_chunk, last = std::min(s.outer, first + rows_per_chunk);
+  const std::int64_t packs = s.inner / P::size;
+  T sum = 0;
+  for (std::int64_t o = first; o < last; ++o) {
+    const P* row = reinterpret_cast<const P*>(x + (o * s.length + c) * s.inner);
+    for (std::int64_t i = threadIdx.x; i < packs; i += blockDim.x) {
+      const P v = row[i];
+#pragma unroll
+      for (int j = 0; j < P::size; ++j) sum += v.v[j];
+    }
+  }
+  const Pair<T> total = block_sum(Pair<T>{sum, T(0)});
+  if (threadIdx.x == 0) partial[c * gridDim.y + chunk] = total;
+}
+
 // Channel c's partials added in double.
 template <class T>
 __device__ Pair<double> channel_total(const Pair<T>* partial, std::int64_t chunks, std::int64_t c) {
@@ -240,7 +261,14 @@ void channel_sum(const ExecContext& ec, const ReduceShape& s, DType dtype, const
     }
     const std::int64_t chunks = chunks_for(ec, s);
     const Workspace partial(ec, static_cast<std::size_t>(s.length * chunks) * sizeof(Pair<T>));
-    launch_sums(ec, "channel_sum", s, chunks, Values<T>{static_cast<const T*>(x)}, partial.as<Pair<T>>());
+    constexpr std::int64_t pack = cuda::Pack<T>::size;
+    if (s.inner % pack == 0 && s.inner >= 4 * pack && cuda::aligned16(x)) {
+      const std::int64_t rows_per_chunk = (s.outer + chunks - 1) / chunks;
+      cuda::launch(cuda::stream_of(ec), "channel_sum", dim3(static_cast<unsigned>(s.length), static_cast<unsigned>(chunks)),
+                   &channel_value_sums<T>, static_cast<const T*>(x), s, rows_per_chunk, partial.as<Pair<T>>());
+    } else {
+      launch_sums(ec, "channel_sum", s, chunks, Values<T>{static_cast<const T*>(x)}, partial.as<Pair<T>>());
+    }
     cuda::launch(ec, "channel_sum", s.length, &finish_sums<T>, partial.as<Pair<T>>(), chunks, s.length,
                  static_cast<T*>(out));
   });
