@@ -3,17 +3,38 @@
 #include <cxxabi.h>
 
 #include <cstdlib>
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
 
 #include "gluon/parameter_file.hpp"
 #include "context/device.hpp"
+#include "context/file.hpp"
+#include "ndarray/autograd.hpp"
+#include "ndarray/describe.hpp"
+#include "ndarray/graph.hpp"
+#include "ndarray/io.hpp"
 #include "ndarray/profiler.hpp"
 
 namespace mx::gluon {
 
+// hybridize()'s state: the graph of each input signature traced so far.
+struct Signature {
+  Shape shape;
+  DType dtype;
+  Context ctx;
+  bool training;
+  bool operator==(const Signature&) const = default;
+};
+
 struct Block::Core {
   std::string prefix;
+  bool hybridized = false, static_shape = false;
+  std::vector<std::pair<Signature, std::shared_ptr<const graph::Graph>>> graphs;
+  std::shared_ptr<const graph::Graph> last_graph;
   std::vector<std::pair<std::string, Parameter>> params;                 // short name -> parameter
   std::vector<std::pair<std::string, std::shared_ptr<Block>>> children;  // structural name -> child
 };
@@ -37,10 +58,106 @@ Block::Block(const std::string& kind, const std::string& prefix) : core_(std::ma
 const std::string& Block::prefix() const { return core_->prefix; }
 
 nd::NDArray Block::operator()(const nd::NDArray& x) {
+  if (core_->hybridized) return call_graph(x);
   if (!profiler::is_running()) return forward(x);
   const std::string label = name() + " forward";
   const profiler::Range range(label);
   return forward(x);
+}
+
+void Block::hybridize(bool active, bool /*static_alloc*/, bool static_shape) {
+  core_->hybridized = active;
+  core_->static_shape = active && static_shape;
+  if (!active) {
+    core_->graphs.clear();
+    core_->last_graph.reset();
+  }
+}
+
+bool Block::is_hybridized() const { return core_->hybridized; }
+
+nd::NDArray Block::call_graph(const nd::NDArray& x) {
+  nd::check_not_none(("block '" + name() + "'").c_str(), x);
+  const Signature signature{x.shape(), x.dtype(), x.context(), autograd::is_training()};
+  std::shared_ptr<const graph::Graph> g;
+  for (const auto& [sig, cached] : core_->graphs) {
+    if (sig == signature) g = cached;
+  }
+  const std::vector<std::pair<std::string, Parameter>> params = structural_params();
+  if (!g) {
+    if (core_->static_shape && !core_->graphs.empty()) {
+      const Signature& first = core_->graphs.front().first;
+      throw ValueError("block '" + name() + "' was hybridized with static_shape, for input " + first.shape.tuple_str() +
+                       " " + dtype_name(first.dtype) + " @" + first.ctx.str() + "; got " + nd::describe(x));
+    }
+    g = std::make_shared<const graph::Graph>(trace_forward(x, params));
+    core_->graphs.emplace_back(signature, g);
+  }
+  core_->last_graph = g;
+  std::map<std::string, nd::NDArray> variables{{"data", x}};
+  for (const auto& [key, param] : params) variables.emplace(param.name(), param.data(x.context()));
+  const profiler::Range range(profiler::is_running() ? name() + " graph" : std::string());
+  return graph::run(*g, variables).at(0);
+}
+
+// The forward traced on x. The trace runs the ops for real: running statistics that they update
+// (grad_req "null" parameters) are put back afterwards, so that the replay that follows counts once.
+graph::Graph Block::trace_forward(const nd::NDArray& x, const std::vector<std::pair<std::string, Parameter>>& params) {
+  // Deferred shapes are completed (and their parameters initialised) by an eager forward first, in
+  // prediction so that no running statistic moves: initialisers are not part of the graph.
+  const bool deferred = std::any_of(params.begin(), params.end(), [](const auto& p) { return !p.second.is_initialized(); });
+  if (deferred) {
+    const autograd::Scope predicting(false, false);
+    forward(x);
+  }
+  std::vector<std::pair<nd::NDArray, nd::NDArray>> saved;  // (parameter array, its values before)
+  for (const auto& [key, param] : params) {
+    if (param.grad_req() == "null" && param.is_initialized()) {
+      for (const nd::NDArray& a : param.list_data()) saved.emplace_back(a, a.copy());
+    }
+  }
+  const auto name_of = [&](const nd::NDArray& a) -> std::optional<std::string> {
+    for (const auto& [key, param] : params) {
+      if (!param.is_initialized()) continue;
+      for (const nd::NDArray& d : param.list_data()) {
+        if (d.is(a)) return param.name();
+      }
+    }
+    return std::nullopt;
+  };
+  graph::Graph g = graph::trace([&](const std::vector<nd::NDArray>& in) { return std::vector{forward(in[0])}; }, {x},
+                                {"data"}, name_of);
+  for (auto& [array, before] : saved) before.copyto(array);
+  return g;
+}
+
+void Block::export_model(const std::string& path, int epoch) const {
+  if (!core_->last_graph) {
+    throw ValueError("export: block '" + name() + "' has no graph yet; call hybridize() and run forward once first");
+  }
+  const graph::Graph& g = *core_->last_graph;
+  // Running statistics (BatchNorm's moving mean and variance) are MXNet's auxiliary states.
+  std::set<std::string> aux;
+  for (const graph::Node& node : g.nodes) {
+    if (node.is_variable() || std::string(node.op->name) != "BatchNorm") continue;
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.input_slots[i] >= 3) aux.insert(g.nodes[node.inputs[i].node].name);
+    }
+  }
+  std::vector<std::string> names;
+  std::vector<nd::NDArray> arrays;
+  for (const auto& [key, param] : structural_params()) {
+    for (const std::string& variable : g.variable_names()) {
+      if (variable != param.name()) continue;
+      names.push_back((aux.count(variable) ? "aux:" : "arg:") + variable);
+      arrays.push_back(param.list_data().front());
+      break;
+    }
+  }
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, "-%04d.params", epoch);
+  write_file_atomically(path + "-symbol.json", graph::to_json(g), "export");
+  nd::save(path + suffix, names, arrays);
 }
 
 std::string Block::name() const {
@@ -50,6 +167,11 @@ std::string Block::name() const {
 
 Parameter Block::register_parameter(const std::string& short_name, Shape shape, init::InitializerRef init, DType dtype) {
   core_->params.emplace_back(short_name, Parameter(core_->prefix + short_name, std::move(shape), dtype, "write", std::move(init)));
+  return core_->params.back().second;
+}
+
+Parameter Block::register_named_parameter(const std::string& name, Shape shape, DType dtype, const std::string& grad_req) {
+  core_->params.emplace_back(name, Parameter(name, std::move(shape), dtype, grad_req));
   return core_->params.back().second;
 }
 

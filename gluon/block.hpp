@@ -28,6 +28,10 @@
 #include "gluon/parameter_dict.hpp"
 #include "ndarray/array.hpp"
 
+namespace mx::graph {
+struct Graph;
+}
+
 namespace mx::gluon {
 
 class Block {
@@ -37,8 +41,24 @@ class Block {
   explicit Block(const std::string& kind = "block", const std::string& prefix = "");
   virtual ~Block() = default;
 
-  // x -> forward(x). Runs on x.context(), with the parameters' copies there.
+  // x -> forward(x). Runs on x.context(), with the parameters' copies there. Hybridized, the
+  // forward of each new input signature is traced into a graph, which later calls replay.
   nd::NDArray operator()(const nd::NDArray& x);
+
+  // The declarative mode, as MXNet's HybridBlock.hybridize: the first call with a new signature
+  // (the input's shape, dtype and context, and train or predict mode) traces forward through the
+  // op layer into a graph of ops whose variables are the input ("data") and the parameters (by
+  // name); later calls with that signature run the graph, under autograd::record() too. A forward
+  // that reads an array that is neither its input nor a parameter cannot be traced (mx::ValueError
+  // naming the op). static_shape: a second signature is an mx::ValueError. active = false returns
+  // to eager calls and drops the graphs. static_alloc is accepted for MXNet's signature.
+  void hybridize(bool active = true, bool static_alloc = false, bool static_shape = false);
+  bool is_hybridized() const;
+  // MXNet's HybridBlock.export (`export` is a C++ keyword): writes path-symbol.json (MXNet's symbol
+  // JSON of the last traced graph) and path-EPOCH.params (MXNet's NDArray file, keys "arg:NAME" for
+  // parameters and "aux:NAME" for running statistics), which SymbolBlock::imports and MXNet load.
+  // mx::ValueError unless the block is hybridized and has run forward once.
+  void export_model(const std::string& path, int epoch = 0) const;
   virtual nd::NDArray forward(const nd::NDArray& x) = 0;
 
   const std::string& prefix() const;  // "dense0_"
@@ -83,6 +103,8 @@ class Block {
   Parameter register_parameter(const std::string& short_name, Shape shape, init::InitializerRef init = {},
                                DType dtype = DType::float32);
   Parameter parameter(const std::string& short_name) const;
+  // Registers a parameter under exactly `name`, without the prefix (SymbolBlock's, named by its file).
+  Parameter register_named_parameter(const std::string& name, Shape shape, DType dtype, const std::string& grad_req);
 
   // Registers a child block (the same block, not a copy) under `name` (default: its index) and
   // returns it.
@@ -96,6 +118,8 @@ class Block {
 
  private:
   struct Core;
+  nd::NDArray call_graph(const nd::NDArray& x);
+  graph::Graph trace_forward(const nd::NDArray& x, const std::vector<std::pair<std::string, Parameter>>& params);
   std::shared_ptr<Core> core_;
   void add_child(std::shared_ptr<Block> child, std::string name);
   // A block passed through a reference to its base class would be copied as the base, losing its

@@ -9,6 +9,7 @@
 #include "gluon/nn/dropout.hpp"
 #include "gluon/nn/flatten.hpp"
 #include "gluon/nn/sequential.hpp"
+#include "gluon/nn/symbol_block.hpp"
 #include "gluon/parameter.hpp"
 #include "gluon/parameter_dict.hpp"
 #include "ndarray/ndarray.hpp"

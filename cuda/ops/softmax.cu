@@ -82,16 +82,7 @@ template <class T>
 __global__ void softmax_backward_lines(const T* g, const T* y, T* dx, ReduceShape s, bool log) {
   const std::int64_t lines = s.outer * s.inner;
   for (std::int64_t line = global_thread(); line < lines; line += grid_stride()) {
-    const std::int64_t start = line / s.inner * s.length * s.inner + line % s.inner;
-    T sum = 0;
-    for (std::int64_t k = 0; k < s.length; ++k) {
-      const std::int64_t at = start + k * s.inner;
-      sum += softmax_backward_term(g[at], y[at], log);
-    }
-    for (std::int64_t k = 0; k < s.length; ++k) {
-      const std::int64_t at = start + k * s.inner;
-      dx[at] = softmax_backward_element(g[at], y[at], sum, log);
-    }
+    softmax_backward_line(g, y, dx, s, line, log);
   }
 }
 

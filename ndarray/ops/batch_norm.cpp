@@ -11,6 +11,7 @@
 #include "ndarray/autograd.hpp"
 #include "ndarray/checks.hpp"
 #include "ndarray/nn.hpp"
+#include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/conv_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"
 #include "ndarray/ops/reduce_kernels.hpp"
@@ -139,16 +140,50 @@ void backward_cpu(const ExecContext&, const Invocation& inv) {
 
 std::vector<std::pair<std::string, std::string>> batch_norm_attrs(const Params& params) {
   const auto& p = params.as<BatchNormParams>();
-  return {{"eps", std::to_string(p.eps)},
-          {"momentum", std::to_string(p.momentum)},
-          {"fix_gamma", p.fix_gamma ? "True" : "False"},
-          {"use_global_stats", p.use_global_stats ? "True" : "False"},
+  return {{"eps", format_real(p.eps)},
+          {"momentum", format_real(p.momentum)},
+          {"fix_gamma", format_bool(p.fix_gamma)},
+          {"use_global_stats", format_bool(p.use_global_stats)},
           {"axis", std::to_string(p.axis)}};
+}
+
+// The options checked (mx::ValueError): eps > 0, momentum in [0, 1].
+BatchNormParams batch_norm_params(const nd::BatchNormOptions& o, bool training) {
+  if (!(o.eps > 0)) throw ValueError("BatchNorm: eps must be positive, got " + format_real(o.eps));
+  if (!(o.momentum >= 0 && o.momentum <= 1)) {
+    throw ValueError("BatchNorm: momentum must be in [0, 1], got " + format_real(o.momentum));
+  }
+  BatchNormParams p;
+  p.eps = o.eps;
+  p.momentum = o.momentum;
+  p.axis = o.axis;
+  p.fix_gamma = o.fix_gamma;
+  p.use_global_stats = o.use_global_stats;
+  p.training = training;
+  return p;
+}
+
+// MXNet's attributes. output_mean_var (whether the node shows the mean and invstd outputs, which
+// the op computes either way), cudnn_off (which engine runs) and min_calib_range /
+// max_calib_range (quantized BatchNorm's) change no result: ignored. training is not an
+// attribute: it is set as the front end sets it in training mode (batch statistics unless
+// use_global_stats); whoever runs the graph for prediction clears it.
+Params batch_norm_parse(const AttrList& attrs) {
+  AttrReader a("BatchNorm", attrs);
+  nd::BatchNormOptions o;
+  o.eps = a.real("eps", 1e-3);
+  o.momentum = a.real("momentum", 0.9);
+  o.fix_gamma = a.boolean("fix_gamma", true);
+  o.use_global_stats = a.boolean("use_global_stats", false);
+  o.axis = a.axis("axis", 1);
+  a.ignore({"output_mean_var", "cudnn_off", "min_calib_range", "max_calib_range"});
+  a.finish();
+  return batch_norm_params(o, !o.use_global_stats);
 }
 
 const OpDef& backward_op() {
   static const OpDef def{"_backward_BatchNorm", &backward_infer, &backward_cpu,
-                         NDG_GPU_KERNEL(gpu::batch_norm_backward), nullptr, &batch_norm_attrs};
+                         NDG_GPU_KERNEL(gpu::batch_norm_backward), nullptr, &batch_norm_attrs, &batch_norm_parse};
   static const OpDef& reg = register_op(def);
   return reg;
 }
@@ -160,9 +195,17 @@ std::vector<NDArray> batch_norm_gradient(const Invocation& inv, const std::vecto
   return {grads[0], grads[1], grads[2], NDArray(), NDArray()};
 }
 
+// Batch statistics in training unless use_global_stats, as the front end decides.
+bool batch_norm_mode(Params& params, bool training) {
+  BatchNormParams p = params.as<BatchNormParams>();
+  p.training = training && !p.use_global_stats;
+  params = p;
+  return true;
+}
+
 const OpDef& batch_norm_op() {
   static const OpDef def{"BatchNorm", &batch_norm_infer, &batch_norm_cpu, NDG_GPU_KERNEL(gpu::batch_norm),
-                         &batch_norm_gradient, &batch_norm_attrs};
+                         &batch_norm_gradient, &batch_norm_attrs, &batch_norm_parse, false, &batch_norm_mode};
   static const OpDef& reg = register_op(def);
   return reg;
 }
@@ -181,17 +224,7 @@ NDArray BatchNorm(const NDArray& data, const NDArray& gamma, const NDArray& beta
                            static_cast<const NDArray*>(&moving_var)}) {
     detail::check_not_none(op, *a);
   }
-  if (!(o.eps > 0)) throw ValueError("BatchNorm: eps must be positive, got " + std::to_string(o.eps));
-  if (!(o.momentum >= 0 && o.momentum <= 1)) {
-    throw ValueError("BatchNorm: momentum must be in [0, 1], got " + std::to_string(o.momentum));
-  }
-  op::BatchNormParams p;
-  p.eps = o.eps;
-  p.momentum = o.momentum;
-  p.axis = o.axis;
-  p.fix_gamma = o.fix_gamma;
-  p.use_global_stats = o.use_global_stats;
-  p.training = autograd::is_training() && !o.use_global_stats;
+  const op::BatchNormParams p = op::batch_norm_params(o, autograd::is_training() && !o.use_global_stats);
   return op::invoke(op::batch_norm_op(), {data, gamma, beta, moving_mean, moving_var}, p)[0];
 }
 

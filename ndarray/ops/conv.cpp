@@ -8,6 +8,7 @@
 
 #include "ndarray/checks.hpp"
 #include "ndarray/nn.hpp"
+#include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/conv_kernels.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
@@ -231,28 +232,82 @@ std::vector<std::pair<std::string, std::string>> convolution_attrs(const Params&
   std::vector<std::pair<std::string, std::string>> attrs{{"kernel", window_tuple(w, w.kernel)},     {"stride", window_tuple(w, w.stride)},
           {"dilate", window_tuple(w, w.dilation)},   {"pad", window_tuple(w, w.pad)},
           {"num_filter", std::to_string(p.num_filter)}, {"num_group", std::to_string(p.num_group)},
-          {"no_bias", p.no_bias ? "True" : "False"}};
+          {"no_bias", format_bool(p.no_bias)}};
   if (p.act) attrs.emplace_back("act_type", op_name(*p.act));  // an ndgluon extension
   return attrs;
 }
 
+// The attributes Convolution and Deconvolution share, checked (mx::ValueError naming op): the
+// window, num_filter >= 1, act_type. The callers check num_group, which they restrict differently.
+template <class Options>
+ConvolutionParams shared_conv_params(const char* op, const Options& o) {
+  ConvolutionParams p;
+  p.window = make_window(op, o.kernel, o.stride, o.dilate, o.pad);
+  if (o.num_filter < 1) {
+    throw ValueError(std::string(op) + ": num_filter must be positive, got " + std::to_string(o.num_filter));
+  }
+  p.num_filter = o.num_filter;
+  p.num_group = static_cast<std::int32_t>(o.num_group);
+  p.no_bias = o.no_bias;
+  p.act = nd::activation_type(o.act_type, op);
+  return p;
+}
+
+ConvolutionParams convolution_params(const nd::ConvolutionOptions& o) {
+  const ConvolutionParams p = shared_conv_params("Convolution", o);
+  if (o.num_group < 1 || o.num_group > o.num_filter) {
+    throw ValueError("Convolution: num_group must be in [1, num_filter " + std::to_string(o.num_filter) + "], got " +
+                     std::to_string(o.num_group));
+  }
+  return p;
+}
+
+// MXNet's attributes of Convolution and Deconvolution, no_bias's default aside. workspace (a
+// scratch limit), cudnn_tune and cudnn_off (which engine runs) change no result: ignored.
+template <class Options>
+Options read_conv_options(AttrReader& a, bool no_bias) {
+  Options o;
+  o.kernel = a.tuple("kernel");
+  o.stride = a.tuple("stride", {});
+  o.dilate = a.tuple("dilate", {});
+  o.pad = a.tuple("pad", {});
+  o.num_filter = a.integer("num_filter");
+  o.num_group = a.integer("num_group", 1);
+  o.no_bias = a.boolean("no_bias", no_bias);
+  o.act_type = a.text("act_type", "");  // an ndgluon extension
+  a.ignore({"workspace", "cudnn_tune", "cudnn_off"});
+  read_layout(a, o.kernel.size());
+  return o;
+}
+
+// Also the backward ops', whose attributes are the forward's.
+Params convolution_parse(const AttrList& attrs) {
+  AttrReader a("Convolution", attrs);
+  const auto o = read_conv_options<nd::ConvolutionOptions>(a, false);
+  a.finish();
+  return convolution_params(o);
+}
+
 const OpDef& backward_data_op() {
   static const OpDef def{"_backward_Convolution_data", &backward_data_infer, &backward_data_kernel,
-                         NDG_GPU_KERNEL(backward_data_kernel), nullptr, &convolution_attrs};
+                         NDG_GPU_KERNEL(backward_data_kernel), nullptr, &convolution_attrs,
+                         &convolution_parse};
   static const OpDef& reg = register_op(def);
   return reg;
 }
 
 const OpDef& backward_weight_op() {
   static const OpDef def{"_backward_Convolution_weight", &backward_weight_infer, &backward_weight_kernel,
-                         NDG_GPU_KERNEL(backward_weight_kernel), nullptr, &convolution_attrs};
+                         NDG_GPU_KERNEL(backward_weight_kernel), nullptr, &convolution_attrs,
+                         &convolution_parse};
   static const OpDef& reg = register_op(def);
   return reg;
 }
 
 const OpDef& backward_bias_op() {
   static const OpDef def{"_backward_Convolution_bias", &backward_bias_infer, &backward_bias_cpu,
-                         NDG_GPU_KERNEL(backward_bias_gpu), nullptr, &convolution_attrs};
+                         NDG_GPU_KERNEL(backward_bias_gpu), nullptr, &convolution_attrs,
+                         &convolution_parse};
   static const OpDef& reg = register_op(def);
   return reg;
 }
@@ -273,7 +328,7 @@ Grads convolution_gradient(const Invocation& inv, const Grads& out_grads) {
 
 const OpDef& convolution_op() {
   static const OpDef def{"Convolution", &convolution_infer, &convolution_kernel, NDG_GPU_KERNEL(convolution_kernel),
-                         &convolution_gradient, &convolution_attrs};
+                         &convolution_gradient, &convolution_attrs, &convolution_parse};
   static const OpDef& reg = register_op(def);
   return reg;
 }
@@ -292,7 +347,43 @@ struct DeconvolutionParams {
   Dims3 target{0, 0, 0};   // MXNet's target_shape, for the attributes; 0: none was given
 };
 
-const DeconvolutionParams& deconv_params(const Invocation& inv) { return inv.params.as<DeconvolutionParams>(); }
+bool has_target(const DeconvolutionParams& p) { return p.target[0] != 0 || p.target[1] != 0 || p.target[2] != 0; }
+
+// adj < stride along every axis, else the adjoint convolution does not map y back onto x.
+void check_adj(const DeconvolutionParams& p) {
+  const Window& w = p.conv.window;
+  for (int d = 3 - w.spatial; d < 3; ++d) {
+    if (p.adj[d] >= w.stride[d]) {
+      throw ValueError("Deconvolution: adj " + window_tuple(w, p.adj) +
+                       (has_target(p) ? " (from target_shape " + window_tuple(w, p.target) + ")" : "") +
+                       " must be smaller than stride " + window_tuple(w, w.stride) + " along every axis");
+    }
+  }
+}
+
+// The params for data x: with a target_shape, the padding and adj that give it, as MXNet computes
+// them when the op runs (a node read from symbol JSON has no data yet); otherwise as given.
+DeconvolutionParams resolved(DeconvolutionParams p, const NDArray& x) {
+  Window& w = p.conv.window;
+  if (!has_target(p) || x.ndim() != w.spatial + 2) return p;  // inference refuses the latter
+  for (int d = 3 - w.spatial; d < 3; ++d) {
+    const std::int64_t in = x.shape()[2 + d - (3 - w.spatial)];
+    const std::int64_t full = (in - 1) * w.stride[d] + std::int64_t{w.dilation[d]} * (w.kernel[d] - 1) + 1;
+    const std::int64_t total_pad = full - p.target[d];
+    if (total_pad < 0) {
+      throw ShapeError("Deconvolution: target_shape " + window_tuple(w, p.target) + " is larger than the data " +
+                       nd::describe(x) + " can give with the kernel and stride");
+    }
+    p.adj[d] = static_cast<std::int32_t>(total_pad % 2);
+    w.pad[d] = static_cast<std::int32_t>((total_pad + 1) / 2);
+  }
+  check_adj(p);
+  return p;
+}
+
+DeconvolutionParams deconv_params(const Invocation& inv) {
+  return resolved(inv.params.as<DeconvolutionParams>(), inv.inputs[0]);
+}
 
 // The convolution from y back to x (x_channels filters).
 ConvolutionParams adjoint_convolution(const DeconvolutionParams& p, std::int64_t x_channels) {
@@ -328,7 +419,7 @@ ConvGeometry output_rows(ConvGeometry g, std::int64_t filters) {
 
 void deconvolution_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   const char* op = "Deconvolution";
-  const DeconvolutionParams& p = deconv_params(inv);
+  const DeconvolutionParams p = deconv_params(inv);
   const NDArray &x = inv.inputs[0], &weight = inv.inputs[1], &bias = inv.inputs[2];
   nd::check_floating(op, x);
   nd::check_same_dtype(op, x, weight);
@@ -367,7 +458,7 @@ void deconvolution_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
 }
 
 void deconvolution_kernel(const ExecContext& ec, const Invocation& inv) {
-  const DeconvolutionParams& p = deconv_params(inv);
+  const DeconvolutionParams p = deconv_params(inv);
   const NDArray &x = inv.inputs[0], &y = inv.outputs[0];
   if (y.size() == 0) return;
   const ConvGeometry g = deconvolution_geometry(p, x.shape(), x.dtype());
@@ -381,7 +472,7 @@ void deconvolution_kernel(const ExecContext& ec, const Invocation& inv) {
 // dx = Convolution(dy, w); dw = the convolution's weight gradient with input dy and output
 // gradient x; dbias = dy summed per filter. Each through the Convolution family's ops.
 Grads deconvolution_gradient(const Invocation& inv, const Grads& out_grads) {
-  const DeconvolutionParams& p = deconv_params(inv);
+  const DeconvolutionParams p = deconv_params(inv);
   const NDArray &x = inv.inputs[0], &weight = inv.inputs[1], &y = inv.outputs[0];
   const NDArray dy = p.conv.act ? invoke1(unary_backward_op(*p.conv.act), {out_grads[0], y, y}) : out_grads[0];
   const ConvolutionParams c = adjoint_convolution(p, x.shape()[1]);
@@ -396,13 +487,53 @@ std::vector<std::pair<std::string, std::string>> deconvolution_attrs(const Param
   const auto& p = params.as<DeconvolutionParams>();
   std::vector<std::pair<std::string, std::string>> attrs = convolution_attrs(p.conv);
   attrs.emplace_back("adj", window_tuple(p.conv.window, p.adj));
-  if (p.target[0] + p.target[1] + p.target[2] > 0) attrs.emplace_back("target_shape", window_tuple(p.conv.window, p.target));
+  if (has_target(p)) attrs.emplace_back("target_shape", window_tuple(p.conv.window, p.target));
   return attrs;
+}
+
+// Deconvolution's attributes checked (mx::ValueError): the window, adj < stride, num_group dividing
+// num_filter. target_shape is kept and resolved against the data when the op runs.
+DeconvolutionParams deconvolution_params(const nd::DeconvolutionOptions& o) {
+  const char* op = "Deconvolution";
+  DeconvolutionParams p;
+  p.conv = shared_conv_params(op, o);
+  if (o.num_group < 1 || o.num_filter % o.num_group != 0) {
+    throw ValueError(std::string(op) + ": num_group " + std::to_string(o.num_group) + " must divide num_filter " +
+                     std::to_string(o.num_filter));
+  }
+  const Window& w = p.conv.window;
+  const auto tuple = [&](const char* name, const std::vector<std::int64_t>& v, Dims3& into) {
+    if (v.empty()) return;
+    if (v.size() != static_cast<std::size_t>(w.spatial)) {
+      throw ValueError(std::string(op) + ": " + name + " " + tuple_of(v) + " must have as many extents as kernel " +
+                       tuple_of(o.kernel));
+    }
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (v[i] < 0 || v[i] > std::numeric_limits<std::int32_t>::max()) {
+        throw ValueError(std::string(op) + ": " + name + " " + tuple_of(v) + " must be non-negative");
+      }
+      into[3 - v.size() + i] = static_cast<std::int32_t>(v[i]);
+    }
+  };
+  tuple("adj", o.adj, p.adj);
+  tuple("target_shape", o.target_shape, p.target);
+  if (!has_target(p)) check_adj(p);
+  return p;
+}
+
+Params deconvolution_parse(const AttrList& attrs) {
+  AttrReader a("Deconvolution", attrs);
+  auto o = read_conv_options<nd::DeconvolutionOptions>(a, true);
+  o.adj = a.tuple("adj", {});
+  o.target_shape = a.tuple("target_shape", {});  // all zeros: none, as MXNet reads it
+  a.finish();
+  return deconvolution_params(o);
 }
 
 const OpDef& deconvolution_op() {
   static const OpDef def{"Deconvolution", &deconvolution_infer, &deconvolution_kernel,
-                         NDG_GPU_KERNEL(deconvolution_kernel), &deconvolution_gradient, &deconvolution_attrs};
+                         NDG_GPU_KERNEL(deconvolution_kernel), &deconvolution_gradient, &deconvolution_attrs,
+                         &deconvolution_parse};
   static const OpDef& reg = register_op(def);
   return reg;
 }
@@ -651,17 +782,7 @@ NDArray Convolution(const NDArray& data, const NDArray& weight, const NDArray& b
   detail::check_not_none(op, data);
   detail::check_not_none(op, weight);
   if (!o.no_bias) detail::check_not_none(op, bias);
-  op::ConvolutionParams p;
-  p.window = op::make_window(op, o.kernel, o.stride, o.dilate, o.pad);
-  if (o.num_filter < 1) throw ValueError("Convolution: num_filter must be positive, got " + std::to_string(o.num_filter));
-  if (o.num_group < 1 || o.num_group > o.num_filter) {
-    throw ValueError("Convolution: num_group must be in [1, num_filter " + std::to_string(o.num_filter) + "], got " +
-                     std::to_string(o.num_group));
-  }
-  p.num_filter = o.num_filter;
-  p.num_group = static_cast<std::int32_t>(o.num_group);
-  p.no_bias = o.no_bias;
-  p.act = activation_type(o.act_type, op);
+  op::ConvolutionParams p = op::convolution_params(o);
   p.data_grad = data.autograd_node() != nullptr;
   p.weight_grad = weight.autograd_node() != nullptr;
   return op::invoke1(op::convolution_op(), {data, weight, o.no_bias ? NDArray() : bias}, p);
@@ -673,60 +794,7 @@ NDArray Deconvolution(const NDArray& data, const NDArray& weight, const NDArray&
   detail::check_not_none(op, data);
   detail::check_not_none(op, weight);
   if (!o.no_bias) detail::check_not_none(op, bias);
-  op::DeconvolutionParams p;
-  op::Window& w = p.conv.window;
-  w = op::make_window(op, o.kernel, o.stride, o.dilate, o.pad);
-  const auto tuple = [&](const char* name, const std::vector<std::int64_t>& v, op::Dims3& into) {
-    if (v.empty()) return;
-    if (v.size() != static_cast<std::size_t>(w.spatial)) {
-      throw ValueError(std::string(op) + ": " + name + " " + Shape(v).tuple_str() +
-                       " must have as many extents as kernel " + Shape(o.kernel).tuple_str());
-    }
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      if (v[i] < 0 || v[i] > std::numeric_limits<std::int32_t>::max()) {
-        throw ValueError(std::string(op) + ": " + name + " " + Shape(v).tuple_str() + " must be non-negative");
-      }
-      into[3 - v.size() + i] = static_cast<std::int32_t>(v[i]);
-    }
-  };
-  tuple("adj", o.adj, p.adj);
-  tuple("target_shape", o.target_shape, p.target);
-  if (!o.target_shape.empty()) {
-    // MXNet's rule: the padding (and adj) that give target_shape from the data's extents.
-    if (data.ndim() != w.spatial + 2) {
-      throw ShapeError(std::string(op) + ": data must be (batch, channels, " + std::to_string(w.spatial) +
-                       " spatial axes) for the " + std::to_string(w.spatial) + "-D kernel, got " + describe(data));
-    }
-    for (int d = 3 - w.spatial; d < 3; ++d) {
-      const std::int64_t in = data.shape()[2 + d - (3 - w.spatial)];
-      const std::int64_t full = (in - 1) * w.stride[d] + std::int64_t{w.dilation[d]} * (w.kernel[d] - 1) + 1;
-      const std::int64_t total_pad = full - p.target[d];
-      if (total_pad < 0) {
-        throw ShapeError(std::string(op) + ": target_shape " + Shape(o.target_shape).tuple_str() +
-                         " is larger than the data " + describe(data) + " can give with the kernel and stride");
-      }
-      p.adj[d] = static_cast<std::int32_t>(total_pad % 2);
-      w.pad[d] = static_cast<std::int32_t>((total_pad + 1) / 2);
-    }
-  }
-  for (int d = 3 - w.spatial; d < 3; ++d) {
-    if (p.adj[d] >= w.stride[d]) {
-      throw ValueError(std::string(op) + ": adj " + op::window_tuple(w, p.adj) +
-                       (o.target_shape.empty() ? "" : " (from target_shape " + Shape(o.target_shape).tuple_str() + ")") +
-                       " must be smaller than stride " + op::window_tuple(w, w.stride) + " along every axis");
-    }
-  }
-  if (o.num_filter < 1) {
-    throw ValueError(std::string(op) + ": num_filter must be positive, got " + std::to_string(o.num_filter));
-  }
-  if (o.num_group < 1 || o.num_filter % o.num_group != 0) {
-    throw ValueError(std::string(op) + ": num_group " + std::to_string(o.num_group) + " must divide num_filter " +
-                     std::to_string(o.num_filter));
-  }
-  p.conv.num_filter = o.num_filter;
-  p.conv.num_group = static_cast<std::int32_t>(o.num_group);
-  p.conv.no_bias = o.no_bias;
-  p.conv.act = activation_type(o.act_type, op);
+  op::DeconvolutionParams p = op::deconvolution_params(o);
   p.conv.data_grad = data.autograd_node() != nullptr;
   p.conv.weight_grad = weight.autograd_node() != nullptr;
   return op::invoke1(op::deconvolution_op(), {data, weight, o.no_bias ? NDArray() : bias}, p);

@@ -8,6 +8,7 @@
 #include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
 #include "ndarray/contiguous.hpp"
+#include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/creation_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"
 
@@ -60,11 +61,32 @@ void copy_kernel(const ExecContext& ec, const Invocation& inv) {
 std::vector<NDArray> copy_gradient(const Invocation&, const std::vector<NDArray>& g) { return {g[0]}; }
 
 std::vector<std::pair<std::string, std::string>> fill_attrs(const Params& params) {
-  return {{"value", std::to_string(params.as<FillParams>().value)}};
+  return {{"value", format_real(params.as<FillParams>().value)}};
 }
 std::vector<std::pair<std::string, std::string>> arange_attrs(const Params& params) {
   const auto& p = params.as<ArangeParams>();
-  return {{"start", std::to_string(p.start)}, {"step", std::to_string(p.step)}};
+  return {{"start", format_real(p.start)}, {"step", format_real(p.step)}};
+}
+
+// MXNet's attributes, with those of the output (read_output_attrs).
+Params fill_parse(const AttrList& attrs) {
+  AttrReader a("_full", attrs);
+  const FillParams p{a.real("value")};
+  read_output_attrs(a);
+  a.finish();
+  return p;
+}
+
+// stop and infer_range say how many values, which the output's length gives: ignored. repeat
+// other than 1 is refused.
+Params arange_parse(const AttrList& attrs) {
+  AttrReader a("_arange", attrs);
+  const ArangeParams p{a.real("start"), a.real("step", 1.0)};
+  if (a.integer("repeat", 1) != 1) a.fail("repeat", "is not supported: each value once");
+  a.ignore({"stop", "infer_range"});
+  read_output_attrs(a);
+  a.finish();
+  return p;
 }
 
 [[maybe_unused]] const bool family_registered = (full_op(), arange_op(), copy_op(), true);
@@ -72,18 +94,20 @@ std::vector<std::pair<std::string, std::string>> arange_attrs(const Params& para
 }  // namespace
 
 const OpDef& full_op() {
-  static const OpDef def{"_full", &output_as_given, &fill_cpu, NDG_GPU_KERNEL(gpu::fill), nullptr, &fill_attrs};
+  static const OpDef def{"_full", &output_as_given, &fill_cpu, NDG_GPU_KERNEL(gpu::fill), nullptr, &fill_attrs,
+                         &fill_parse};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
 const OpDef& arange_op() {
-  static const OpDef def{"_arange", &output_as_given, &arange_cpu, NDG_GPU_KERNEL(gpu::arange), nullptr, &arange_attrs};
+  static const OpDef def{"_arange", &output_as_given, &arange_cpu, NDG_GPU_KERNEL(gpu::arange), nullptr, &arange_attrs,
+                         &arange_parse};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
 const OpDef& copy_op() {
   static const OpDef def{"_copy", &copy_infer, &copy_kernel, NDG_GPU_KERNEL(copy_kernel), &copy_gradient, nullptr,
-                         /*strided_inputs=*/true};
+                         nullptr, /*strided_inputs=*/true};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }

@@ -4,7 +4,9 @@
 #include "ndarray/elementwise.hpp"
 
 #include "ndarray/checks.hpp"
+#include "ndarray/nn.hpp"
 #include "ndarray/op_table.hpp"
+#include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/elementwise_functors.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"
@@ -219,14 +221,26 @@ constexpr std::size_t kBinary = static_cast<std::size_t>(BinaryOp::count);
 #define NDG_SCALAR_DEF(NAME, DIFFERENTIABLE, ...)                                                       \
   OpDef{"_" #NAME "_scalar", &scalar_infer, &scalar_cpu<BinaryOp::NAME>,                                \
         NDG_GPU_KERNEL(gpu::scalar<BinaryOp::NAME>), DIFFERENTIABLE ? &scalar_gradient<BinaryOp::NAME> : nullptr, \
-        &scalar_attrs},
+        &scalar_attrs, &scalar_parse<BinaryOp::NAME>},
 #define NDG_SCALAR_BACKWARD_DEF(NAME, ...)                                                              \
   OpDef{"_backward_" #NAME "_scalar", &backward_like_last, &scalar_backward_cpu<BinaryOp::NAME>,        \
         NDG_GPU_KERNEL(gpu::scalar_backward<BinaryOp::NAME>), nullptr},
 
 std::vector<std::pair<std::string, std::string>> scalar_attrs(const Params& params) {
   const auto& p = params.as<ScalarParams>();
-  return {{"scalar", std::to_string(p.scalar)}, {"reverse", p.reverse ? "True" : "False"}};
+  return {{"scalar", format_real(p.scalar)}, {"reverse", format_bool(p.reverse)}};
+}
+
+// scalar (MXNet's default 1) and reverse, an ndgluon extension (MXNet names its reversed ops
+// _rminus_scalar, ...). is_int (MXNet 1.9: whether the scalar was a Python int) changes no result,
+// since the scalar is converted to the data's dtype either way: ignored.
+template <BinaryOp op>
+Params scalar_parse(const AttrList& attrs) {
+  AttrReader a(std::string("_") + op_name(op) + "_scalar", attrs);
+  const ScalarParams p{a.real("scalar", 1.0), a.boolean("reverse", false)};
+  a.ignore({"is_int"});
+  a.finish();
+  return p;
 }
 
 template <std::size_t N>
@@ -284,6 +298,58 @@ BroadcastIndex binary_backward_index(const Invocation& inv) {
   const NDArray& y = inv.inputs[3];
   return make_broadcast_index(inv.op->name, y.shape(), inv.inputs[1].shape(), inv.inputs[2].shape());
 }
+
+// --- Activation: MXNet's name for the activations in graphs, run as the unary op of act_type ---
+
+namespace {
+
+struct ActivationParams {
+  UnaryOp act = UnaryOp::relu;
+};
+
+// inv as an invocation of its activation's own unary op.
+Invocation as_unary(const Invocation& inv) {
+  return Invocation{&unary_op(inv.params.as<ActivationParams>().act), {}, inv.inputs, inv.outputs};
+}
+
+void activation_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const Invocation u = as_unary(inv);
+  u.op->infer(u, out);
+}
+void activation_cpu(const ExecContext& ec, const Invocation& inv) {
+  const Invocation u = as_unary(inv);
+  u.op->cpu(ec, u);
+}
+[[maybe_unused]] void activation_gpu(const ExecContext& ec, const Invocation& inv) {
+  const Invocation u = as_unary(inv);
+  u.op->gpu(ec, u);
+}
+Grads activation_gradient(const Invocation& inv, const Grads& g) {
+  const Invocation u = as_unary(inv);
+  return u.op->gradient(u, g);
+}
+std::vector<std::pair<std::string, std::string>> activation_attrs(const Params& params) {
+  return {{"act_type", op_name(params.as<ActivationParams>().act)}};
+}
+Params activation_parse(const AttrList& attrs) {
+  AttrReader a("Activation", attrs);
+  const std::string act = a.text("act_type", "");
+  a.finish();
+  const std::optional<UnaryOp> op = nd::activation_type(act, "Activation");
+  if (!op) throw ValueError("Activation: attribute act_type is required");
+  return ActivationParams{*op};
+}
+
+}  // namespace
+
+const OpDef& activation_op() {
+  static const OpDef def{"Activation", &activation_infer, &activation_cpu, NDG_GPU_KERNEL(activation_gpu),
+                         &activation_gradient, &activation_attrs, &activation_parse};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+[[maybe_unused]] const bool activation_registered = (activation_op(), true);
 
 const OpDef& unary_backward_op(UnaryOp op) { return unary_backward_defs()[static_cast<std::size_t>(op)]; }
 const OpDef& unary_op(UnaryOp op) { return unary_defs()[static_cast<std::size_t>(op)]; }

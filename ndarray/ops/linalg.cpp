@@ -8,6 +8,7 @@
 
 #include "ndarray/checks.hpp"
 #include "ndarray/contiguous.hpp"
+#include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
 
 namespace mx::op {
@@ -108,12 +109,23 @@ std::vector<NDArray> dot_gradient(const Invocation& inv, const std::vector<NDArr
 
 std::vector<std::pair<std::string, std::string>> dot_attrs(const Params& params) {
   const auto& p = params.as<DotParams>();
-  return {{"transpose_a", p.transpose_a ? "True" : "False"}, {"transpose_b", p.transpose_b ? "True" : "False"}};
+  return {{"transpose_a", format_bool(p.transpose_a)}, {"transpose_b", format_bool(p.transpose_b)}};
+}
+
+// MXNet's attributes; forward_stype other than dense ("default") is refused.
+Params dot_parse(const AttrList& attrs) {
+  AttrReader a("dot", attrs);
+  DotParams p;
+  p.transpose_a = a.boolean("transpose_a", false);
+  p.transpose_b = a.boolean("transpose_b", false);
+  if (a.text("forward_stype", "default") != "default") a.fail("forward_stype", "is not supported: arrays are dense");
+  a.finish();
+  return p;
 }
 
 const OpDef& dot_def() {
   static const OpDef def{"dot", &dot_infer, &dot_kernel, NDG_GPU_KERNEL(dot_kernel), &dot_gradient, &dot_attrs,
-                         /*strided_inputs=*/true};
+                         &dot_parse, /*strided_inputs=*/true};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }

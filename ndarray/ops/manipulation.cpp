@@ -5,6 +5,7 @@
 #include "ndarray/manipulation.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "ndarray/autograd.hpp"
@@ -12,6 +13,7 @@
 #include "ndarray/checks.hpp"
 #include "ndarray/contiguous.hpp"
 #include "ndarray/creation.hpp"
+#include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/manipulation_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"
 #include "ndarray/ops/reduce_kernels.hpp"
@@ -28,6 +30,7 @@ struct AxisParams {
   int axis = 0;
 };
 struct SliceAxisParams {
+  static constexpr std::int64_t kToEnd = std::numeric_limits<std::int64_t>::max();  // MXNet's end "None"
   int axis = 0;
   std::int64_t begin = 0, end = 0;  // negative counts from the end
 };
@@ -98,6 +101,15 @@ std::vector<std::pair<std::string, std::string>> concat_attrs(const Params& para
   return {{"dim", std::to_string(params.as<AxisParams>().axis)}};
 }
 
+// MXNet's attributes; num_args, the number of inputs, is what the node's inputs say: ignored.
+Params concat_parse(const AttrList& attrs) {
+  AttrReader a("Concat", attrs);
+  const AxisParams p{a.axis("dim", 1)};
+  a.ignore({"num_args"});
+  a.finish();
+  return p;
+}
+
 // slice_axis's axis and [begin, end) made non-negative; mx::IndexError when out of range.
 SliceAxisParams slice_range(const Invocation& inv) {
   SliceAxisParams p = inv.params.as<SliceAxisParams>();
@@ -106,6 +118,7 @@ SliceAxisParams slice_range(const Invocation& inv) {
   p.axis = normalize_axis("slice_axis", axis, x.shape());
   const std::int64_t n = x.shape()[p.axis];
   if (p.begin < 0) p.begin += n;
+  if (p.end == SliceAxisParams::kToEnd) p.end = n;
   if (p.end < 0) p.end += n;
   if (p.begin < 0 || p.end > n || p.begin > p.end) {
     throw IndexError("slice_axis: range [" + std::to_string(p.begin) + ", " + std::to_string(p.end) +
@@ -146,7 +159,19 @@ std::vector<NDArray> slice_axis_gradient(const Invocation& inv, const std::vecto
 
 std::vector<std::pair<std::string, std::string>> slice_axis_attrs(const Params& params) {
   const auto& p = params.as<SliceAxisParams>();
-  return {{"axis", std::to_string(p.axis)}, {"begin", std::to_string(p.begin)}, {"end", std::to_string(p.end)}};
+  return {{"axis", std::to_string(p.axis)},
+          {"begin", std::to_string(p.begin)},
+          {"end", p.end == SliceAxisParams::kToEnd ? "None" : std::to_string(p.end)}};
+}
+
+Params slice_axis_parse(const AttrList& attrs) {
+  AttrReader a("slice_axis", attrs);
+  SliceAxisParams p;
+  p.axis = a.axis("axis");
+  p.begin = a.integer("begin");
+  p.end = a.is_none("end") ? SliceAxisParams::kToEnd : a.integer("end");
+  a.finish();
+  return p;
 }
 
 // --- Cast -----------------------------------------------------------------------------------------
@@ -175,6 +200,13 @@ std::vector<NDArray> cast_gradient(const Invocation& inv, const std::vector<NDAr
 
 std::vector<std::pair<std::string, std::string>> cast_attrs(const Params& params) {
   return {{"dtype", dtype_name(params.as<CastParams>().dtype)}};
+}
+
+Params cast_parse(const AttrList& attrs) {
+  AttrReader a("Cast", attrs);
+  const CastParams p{a.dtype("dtype")};
+  a.finish();
+  return p;
 }
 
 // --- pick and _backward_pick ---------------------------------------------------------------------
@@ -257,8 +289,21 @@ void pick_backward_cpu(const ExecContext&, const Invocation& inv) {
 std::vector<std::pair<std::string, std::string>> pick_attrs(const Params& params) {
   const auto& p = params.as<PickParams>();
   return {{"axis", std::to_string(p.axis)},
-          {"keepdims", p.keepdims ? "True" : "False"},
+          {"keepdims", format_bool(p.keepdims)},
           {"mode", p.wrap ? "wrap" : "clip"}};
+}
+
+// pick's MXNet attributes; axis "None" (pick from the flattened data) is refused. _backward_pick
+// has none to parse: its params carry the data's shape, which attributes do not give.
+Params pick_parse(const AttrList& attrs) {
+  AttrReader a("pick", attrs);
+  if (a.is_none("axis")) a.fail("axis", "(the flattened data) is not supported: give an axis");
+  PickParams p;
+  p.axis = a.axis("axis", -1);
+  p.keepdims = a.boolean("keepdims", false);
+  p.wrap = a.choice("mode", "clip", {"clip", "wrap"}) == "wrap";
+  a.finish();
+  return p;
 }
 
 const OpDef& pick_backward_def() {
@@ -281,23 +326,25 @@ std::vector<NDArray> pick_gradient(const Invocation& inv, const std::vector<NDAr
 // One kernel for every device: the backend's 2-D copy.
 const OpDef& concat_def() {
   static const OpDef def{"Concat", &concat_infer, &concat_kernel, NDG_GPU_KERNEL(concat_kernel), &concat_gradient,
-                         &concat_attrs};
+                         &concat_attrs, &concat_parse};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
 const OpDef& slice_axis_def() {
   static const OpDef def{"slice_axis", &slice_axis_infer, &slice_axis_kernel, NDG_GPU_KERNEL(slice_axis_kernel),
-                         &slice_axis_gradient, &slice_axis_attrs};
+                         &slice_axis_gradient, &slice_axis_attrs, &slice_axis_parse};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
 const OpDef& cast_def() {
-  static const OpDef def{"Cast", &cast_infer, &cast_cpu, NDG_GPU_KERNEL(gpu::cast), &cast_gradient, &cast_attrs};
+  static const OpDef def{"Cast", &cast_infer, &cast_cpu, NDG_GPU_KERNEL(gpu::cast), &cast_gradient, &cast_attrs,
+                         &cast_parse};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
 const OpDef& pick_def() {
-  static const OpDef def{"pick", &pick_infer, &pick_cpu, NDG_GPU_KERNEL(gpu::pick), &pick_gradient, &pick_attrs};
+  static const OpDef def{"pick", &pick_infer, &pick_cpu, NDG_GPU_KERNEL(gpu::pick), &pick_gradient, &pick_attrs,
+                         &pick_parse};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }

@@ -8,6 +8,7 @@
 #include "ndarray/elementwise.hpp"
 #include "ndarray/host_random.hpp"
 #include "ndarray/linalg.hpp"
+#include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
 #include "ndarray/ops/nn_kernels.hpp"
@@ -106,10 +107,33 @@ Grads fully_connected_gradient(const Invocation& inv, const Grads& out_grads) {
 std::vector<std::pair<std::string, std::string>> fully_connected_attrs(const Params& params) {
   const auto& p = params.as<FullyConnectedParams>();
   std::vector<std::pair<std::string, std::string>> attrs{{"num_hidden", std::to_string(p.num_hidden)},
-                                                        {"no_bias", p.no_bias ? "True" : "False"},
-                                                        {"flatten", p.flatten ? "True" : "False"}};
+                                                        {"no_bias", format_bool(p.no_bias)},
+                                                        {"flatten", format_bool(p.flatten)}};
   if (p.act) attrs.emplace_back("act_type", op_name(*p.act));  // an ndgluon extension
   return attrs;
+}
+
+// mx::ValueError for num_hidden <= 0 or an unknown act_type.
+FullyConnectedParams fully_connected_params(std::int64_t num_hidden, bool no_bias, bool flatten,
+                                            const std::string& act_type) {
+  FullyConnectedParams p;
+  p.act = nd::activation_type(act_type, "FullyConnected");
+  if (num_hidden <= 0) {
+    throw ValueError("FullyConnected: num_hidden must be positive, got " + std::to_string(num_hidden));
+  }
+  p.num_hidden = num_hidden;
+  p.no_bias = no_bias;
+  p.flatten = flatten;
+  return p;
+}
+
+Params fully_connected_parse(const AttrList& attrs) {
+  AttrReader a("FullyConnected", attrs);
+  const std::int64_t num_hidden = a.integer("num_hidden");
+  const bool no_bias = a.boolean("no_bias", false), flatten = a.boolean("flatten", true);
+  const std::string act_type = a.text("act_type", "");  // an ndgluon extension
+  a.finish();
+  return fully_connected_params(num_hidden, no_bias, flatten, act_type);
 }
 
 // --- Dropout --------------------------------------------------------------------------------------
@@ -145,12 +169,36 @@ Grads dropout_gradient(const Invocation& inv, const Grads& out_grads) { return {
 
 std::vector<std::pair<std::string, std::string>> dropout_attrs(const Params& params) {
   const auto& p = params.as<DropoutParams>();
-  return {{"p", std::to_string(p.p)}, {"mode", p.always ? "always" : "training"}};
+  return {{"p", format_real(p.p)}, {"mode", p.always ? "always" : "training"}};
 }
+
+// mx::ValueError for p outside [0, 1) or an unknown mode.
+DropoutParams dropout_params(double p, const std::string& mode) {
+  if (!(p >= 0.0 && p < 1.0)) throw ValueError("Dropout: p must be in [0, 1), got " + format_real(p));
+  if (mode != "training" && mode != "always") {
+    throw ValueError("Dropout: unknown mode \"" + mode + "\"; valid: \"training\", \"always\"");
+  }
+  return {p, mode == "always"};
+}
+
+// MXNet's attributes; cudnn_off (which engine runs) changes no result: ignored. axes (a mask
+// shared along axes) is refused.
+Params dropout_parse(const AttrList& attrs) {
+  AttrReader a("Dropout", attrs);
+  const double p = a.real("p", 0.5);
+  const std::string mode = a.choice("mode", "training", {"training", "always"});
+  if (!a.tuple("axes", {}).empty()) a.fail("axes", "is not supported: ndgluon draws one mask value per element");
+  a.ignore({"cudnn_off"});
+  a.finish();
+  return dropout_params(p, mode);
+}
+
+// The identity in prediction, unless mode "always", as the front end decides.
+bool dropout_mode(Params& params, bool training) { return training || params.as<DropoutParams>().always; }
 
 const OpDef& dropout_op() {
   static const OpDef def{"Dropout", &dropout_infer, &dropout_cpu, NDG_GPU_KERNEL(gpu::dropout), &dropout_gradient,
-                         &dropout_attrs};
+                         &dropout_attrs, &dropout_parse, false, &dropout_mode};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
@@ -162,7 +210,8 @@ const OpDef& dropout_op() {
 
 const OpDef& fully_connected_op() {
   static const OpDef def{"FullyConnected", &fully_connected_infer, &fully_connected_cpu,
-                         NDG_GPU_KERNEL(gpu::fully_connected), &fully_connected_gradient, &fully_connected_attrs};
+                         NDG_GPU_KERNEL(gpu::fully_connected), &fully_connected_gradient, &fully_connected_attrs,
+                         &fully_connected_parse};
   static const OpDef& reg = register_op(def);
   return reg;
 }
@@ -185,15 +234,10 @@ namespace mx::nd {
 NDArray FullyConnected(const NDArray& x, const NDArray& weight, const NDArray& bias, std::int64_t num_hidden,
                        bool no_bias, bool flatten, const std::string& act_type) {
   const char* op = "FullyConnected";
-  op::FullyConnectedParams p;
-  p.act = activation_type(act_type, "FullyConnected");
-  if (num_hidden <= 0) throw ValueError("FullyConnected: num_hidden must be positive, got " + std::to_string(num_hidden));
+  op::FullyConnectedParams p = op::fully_connected_params(num_hidden, no_bias, flatten, act_type);
   detail::check_not_none(op, x);
   detail::check_not_none(op, weight);
   if (!no_bias) detail::check_not_none(op, bias);
-  p.num_hidden = num_hidden;
-  p.no_bias = no_bias;
-  p.flatten = flatten;
   p.data_grad = x.autograd_node() != nullptr;
   p.weight_grad = weight.autograd_node() != nullptr;
   // Contexts first (common_context, in the order data, weight, bias), then the rest in inference.
@@ -202,13 +246,9 @@ NDArray FullyConnected(const NDArray& x, const NDArray& weight, const NDArray& b
 
 NDArray Dropout(const NDArray& x, double p, const std::string& mode) {
   detail::check_not_none("Dropout", x);
-  if (!(p >= 0.0 && p < 1.0)) throw ValueError("Dropout: p must be in [0, 1), got " + std::to_string(p));
-  if (mode != "training" && mode != "always") {
-    throw ValueError("Dropout: unknown mode \"" + mode + "\"; valid: \"training\", \"always\"");
-  }
-  const bool always = mode == "always";
-  if (p == 0.0 || (!always && !autograd::is_training())) return x;  // the identity, as in MXNet
-  return op::invoke(op::dropout_op(), {x}, op::DropoutParams{p, always})[0];
+  const op::DropoutParams params = op::dropout_params(p, mode);
+  if (p == 0.0 || (!params.always && !autograd::is_training())) return x;  // the identity, as in MXNet
+  return op::invoke(op::dropout_op(), {x}, params)[0];
 }
 
 std::optional<UnaryOp> activation_type(const std::string& act_type, const char* op) {

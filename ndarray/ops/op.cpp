@@ -2,11 +2,13 @@
 
 #include <map>
 #include <mutex>
+#include <string_view>
 
 #include "ndarray/autograd_access.hpp"
 #include "ndarray/backend.hpp"
 #include "ndarray/contiguous.hpp"
 #include "ndarray/describe.hpp"
+#include "ndarray/ops/trace.hpp"
 #include "ndarray/profiler.hpp"
 
 namespace mx::op {
@@ -126,10 +128,44 @@ const OpDef& register_op(const OpDef& def) {
   return def;
 }
 
+namespace {
+
+// MXNet's names (the canonical ones its symbol JSON writes) of registered ops that ndgluon names
+// otherwise: exact synonyms, with the same inputs, attributes and result (add broadcasts where
+// elemwise_add requires equal shapes, which gives the same result on what MXNet accepts).
+// Reversed scalar ops (_rminus_scalar, _rdiv_scalar, _rpower_scalar) are not synonyms: their
+// direction is in the name, ndgluon's in the attribute "reverse".
+const char* mxnet_synonym(std::string_view name) {
+  static const std::map<std::string_view, const char*, std::less<>> synonyms{
+      {"elemwise_add", "add"},          {"broadcast_add", "add"},
+      {"elemwise_sub", "subtract"},     {"broadcast_sub", "subtract"},
+      {"elemwise_mul", "multiply"},     {"broadcast_mul", "multiply"},
+      {"elemwise_div", "divide"},       {"broadcast_div", "divide"},
+      {"_power", "power"},              {"broadcast_power", "power"},
+      {"_maximum", "maximum"},          {"broadcast_maximum", "maximum"},
+      {"_minimum", "minimum"},          {"broadcast_minimum", "minimum"},
+      {"_equal", "equal"},              {"broadcast_equal", "equal"},
+      {"_not_equal", "not_equal"},      {"broadcast_not_equal", "not_equal"},
+      {"_greater", "greater"},          {"broadcast_greater", "greater"},
+      {"_greater_equal", "greater_equal"}, {"broadcast_greater_equal", "greater_equal"},
+      {"_lesser", "less"},              {"broadcast_lesser", "less"},
+      {"_lesser_equal", "less_equal"},  {"broadcast_lesser_equal", "less_equal"},
+      {"_plus_scalar", "_add_scalar"},  {"_minus_scalar", "_subtract_scalar"},
+      {"_mul_scalar", "_multiply_scalar"}, {"_div_scalar", "_divide_scalar"},
+      {"_lesser_scalar", "_less_scalar"}, {"_lesser_equal_scalar", "_less_equal_scalar"}};
+  const auto it = synonyms.find(name);
+  return it == synonyms.end() ? nullptr : it->second;
+}
+
+}  // namespace
+
 const OpDef* find_op(const std::string& name) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
-  const auto it = r.ops.find(name);
+  auto it = r.ops.find(name);
+  if (it == r.ops.end()) {
+    if (const char* synonym = mxnet_synonym(name)) it = r.ops.find(std::string_view(synonym));
+  }
   return it == r.ops.end() ? nullptr : it->second;
 }
 
@@ -173,6 +209,7 @@ std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs
   inv.outputs.reserve(specs.size());
   for (const OutputSpec& spec : specs) inv.outputs.emplace_back(spec.shape, ctx, spec.dtype);
   run(inv, ctx);
+  if (TraceSink* sink = trace_sink()) sink->record(inv);
   if (!should_record(inv)) return std::move(inv.outputs);
   std::vector<nd::NDArray> outputs = inv.outputs;
   record(std::move(inv), outputs);
@@ -199,7 +236,16 @@ void invoke_into(const OpDef& op, std::vector<nd::NDArray> inputs, std::vector<n
     nd::detail::check_writable(op.name, out);
   }
   run(inv, ctx);
+  if (TraceSink* sink = trace_sink()) sink->record(inv);
 }
+
+namespace {
+thread_local TraceSink* active_sink = nullptr;
+}  // namespace
+
+TraceSink* trace_sink() { return active_sink; }
+TraceScope::TraceScope(TraceSink* sink) : previous_(active_sink) { active_sink = sink; }
+TraceScope::~TraceScope() { active_sink = previous_; }
 
 Context invocation_context(const Invocation& inv) {
   return common_context(inv.op->name, inv.inputs.empty() ? inv.outputs : inv.inputs);

@@ -102,6 +102,11 @@ using KernelFn = void (*)(const ExecContext& ec, const Invocation& inv);
 using GradientFn = std::vector<nd::NDArray> (*)(const Invocation& inv, const std::vector<nd::NDArray>& out_grads);
 // The attributes as MXNet's symbol JSON writes them ("attrs": {"axis": "-1"}).
 using AttrsFn = std::vector<std::pair<std::string, std::string>> (*)(const Params& params);
+// The op's Params from MXNet's symbol-JSON attributes (the inverse of attrs), with MXNet's
+// defaults for absent ones; mx::ValueError naming the op, the attribute and the text for a bad
+// value or an unknown attribute. Null for an op without attributes (its Params are empty).
+using ModeFn = bool (*)(Params& params, bool training);
+using ParseAttrsFn = Params (*)(const std::vector<std::pair<std::string, std::string>>& attrs);
 
 struct OpDef {
   const char* name;       // MXNet's op name, as in symbol JSON
@@ -110,13 +115,19 @@ struct OpDef {
   KernelFn gpu;           // the CUDA launch; null in a CPU-only build
   GradientFn gradient;    // null: no gradient flows (comparisons, integer results)
   AttrsFn attrs = nullptr;
+  ParseAttrsFn parse_attrs = nullptr;  // see ndarray/ops/attrs.hpp
   // The kernels read strided inputs themselves (dot hands a transposed view to GEMM as is); by
   // default a strided input is made contiguous first.
   bool strided_inputs = false;
+  // Ops whose work depends on training or prediction (BatchNorm, Dropout) read the mode when their
+  // front end runs; a graph replays them in the mode of the replay through this: it sets the mode
+  // in params and returns false where the op is then the identity (input 0 is its output).
+  ModeFn mode = nullptr;
 };
 
 // Registers an op at static initialisation (ops are defined with NDG_REGISTER_OP in their family
-// file) and finds one by name (nullptr if unknown).
+// file) and finds one by name: its own, or the name MXNet's symbol JSON gives the same op
+// ("elemwise_add", "broadcast_add" for add; "_plus_scalar" for _add_scalar); nullptr if unknown.
 const OpDef& register_op(const OpDef& def);
 const OpDef* find_op(const std::string& name);
 std::vector<const OpDef*> registered_ops();

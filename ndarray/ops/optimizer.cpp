@@ -3,7 +3,12 @@
 // and the CPU loops; the CUDA launches are in cuda/ops/optimizer.cu.
 #include "ndarray/optimizer_ops.hpp"
 
+#include <algorithm>
+#include <functional>
+#include <limits>
+
 #include "ndarray/checks.hpp"
+#include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/optimizer_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"
 
@@ -94,24 +99,24 @@ void adam_cpu(const ExecContext&, const Invocation& inv) {
 
 Attrs sgd_attrs(const Params& params) {
   const auto& s = params.as<OptimizerStep>();
-  return {{"lr", std::to_string(s.lr)},
-          {"wd", std::to_string(s.wd)},
-          {"rescale_grad", std::to_string(s.rescale)},
-          {"clip_gradient", std::to_string(s.clip)}};
+  return {{"lr", format_real(s.lr)},
+          {"wd", format_real(s.wd)},
+          {"rescale_grad", format_real(s.rescale)},
+          {"clip_gradient", format_real(s.clip)}};
 }
 
 Attrs sgd_mom_attrs(const Params& params) {
   Attrs attrs = sgd_attrs(params);
-  attrs.emplace_back("momentum", std::to_string(params.as<OptimizerStep>().momentum));
+  attrs.emplace_back("momentum", format_real(params.as<OptimizerStep>().momentum));
   return attrs;
 }
 
 Attrs adam_attrs(const Params& params) {
   const auto& s = params.as<OptimizerStep>();
   Attrs attrs = sgd_attrs(params);
-  attrs.emplace_back("beta1", std::to_string(s.beta1));
-  attrs.emplace_back("beta2", std::to_string(s.beta2));
-  attrs.emplace_back("epsilon", std::to_string(s.epsilon));
+  attrs.emplace_back("beta1", format_real(s.beta1));
+  attrs.emplace_back("beta2", format_real(s.beta2));
+  attrs.emplace_back("epsilon", format_real(s.epsilon));
   return attrs;
 }
 
@@ -120,14 +125,75 @@ Attrs multi_sgd_attrs(const Params& params) {
   const MultiStep& m = params.as<MultiStep>();
   const auto tuple = [&](double v) {
     std::string t = "(";
-    for (std::int32_t i = 0; i < m.num_weights; ++i) t += (i ? ", " : "") + std::to_string(v);
+    for (std::int32_t i = 0; i < m.num_weights; ++i) t += (i ? ", " : "") + format_real(v);
     return t + (m.num_weights == 1 ? ",)" : ")");
   };
   Attrs attrs = {{"lrs", tuple(m.step.lr)}, {"wds", tuple(m.step.wd)},
-                 {"rescale_grad", std::to_string(m.step.rescale)}, {"clip_gradient", std::to_string(m.step.clip)},
+                 {"rescale_grad", format_real(m.step.rescale)}, {"clip_gradient", format_real(m.step.clip)},
                  {"num_weights", std::to_string(m.num_weights)}};
-  if (params.as<MultiStep>().step.momentum != 0) attrs.emplace_back("momentum", std::to_string(m.step.momentum));
+  if (params.as<MultiStep>().step.momentum != 0) attrs.emplace_back("momentum", format_real(m.step.momentum));
   return attrs;
+}
+
+// --- the attributes parsed: MXNet's names and defaults -------------------------------------------
+
+// What sgd_update, sgd_mom_update and adam_update share (and momentum where the update has it).
+// lazy_update only changes updates of sparse gradients, which ndgluon does not have: ignored.
+OptimizerStep read_step(AttrReader& a, bool momentum) {
+  OptimizerStep s;
+  s.lr = a.real("lr");
+  s.wd = a.real("wd", 0.0);
+  s.rescale = a.real("rescale_grad", 1.0);
+  s.clip = a.real("clip_gradient", -1.0);
+  if (momentum) s.momentum = a.real("momentum", 0.0);
+  a.ignore({"lazy_update"});
+  return s;
+}
+
+template <bool momentum>
+Params sgd_parse(const Attrs& attrs) {
+  AttrReader a(momentum ? "sgd_mom_update" : "sgd_update", attrs);
+  const OptimizerStep s = read_step(a, momentum);
+  a.finish();
+  return s;
+}
+
+Params adam_parse(const Attrs& attrs) {
+  AttrReader a("adam_update", attrs);
+  OptimizerStep s = read_step(a, false);
+  s.beta1 = a.real("beta1", 0.9);
+  s.beta2 = a.real("beta2", 0.999);
+  s.epsilon = a.real("epsilon", 1e-8);
+  a.finish();
+  return s;
+}
+
+// MXNet's per-weight rates (lrs, wds): one value per weight, all equal, since the list shares one.
+double shared_rate(AttrReader& a, const char* name, std::int32_t weights) {
+  const std::vector<double> v = a.real_tuple(name);
+  if (v.size() != static_cast<std::size_t>(weights)) {
+    a.fail(name, "must have one value per weight (num_weights " + std::to_string(weights) + ")");
+  }
+  if (std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) != v.end()) {
+    a.fail(name, "is not supported: ndgluon's multi-tensor update shares one value across the list");
+  }
+  return v[0];
+}
+
+template <bool momentum>
+Params multi_sgd_parse(const Attrs& attrs) {
+  AttrReader a(momentum ? "multi_sgd_mom_update" : "multi_sgd_update", attrs);
+  MultiStep m;
+  const std::int64_t weights = a.integer("num_weights", 1);
+  if (weights < 1 || weights > std::numeric_limits<std::int32_t>::max()) a.fail("num_weights", "must be positive");
+  m.num_weights = static_cast<std::int32_t>(weights);
+  m.step.lr = shared_rate(a, "lrs", m.num_weights);
+  m.step.wd = shared_rate(a, "wds", m.num_weights);
+  m.step.rescale = a.real("rescale_grad", 1.0);
+  m.step.clip = a.real("clip_gradient", -1.0);
+  if (momentum) m.step.momentum = a.real("momentum", 0.0);
+  a.finish();
+  return m;
 }
 
 // Every op of the family is in the registry from the start (find_op, graph import).
@@ -137,35 +203,36 @@ Attrs multi_sgd_attrs(const Params& params) {
 }  // namespace
 
 const OpDef& sgd_update_op() {
-  static const OpDef def{"sgd_update", &update_infer, &sgd_cpu, NDG_GPU_KERNEL(gpu::sgd_update), nullptr, &sgd_attrs};
+  static const OpDef def{"sgd_update", &update_infer, &sgd_cpu, NDG_GPU_KERNEL(gpu::sgd_update), nullptr, &sgd_attrs,
+                         &sgd_parse<false>};
   static const OpDef& reg = register_op(def);
   return reg;
 }
 
 const OpDef& sgd_mom_update_op() {
   static const OpDef def{"sgd_mom_update", &update_infer, &sgd_cpu, NDG_GPU_KERNEL(gpu::sgd_update), nullptr,
-                         &sgd_mom_attrs};
+                         &sgd_mom_attrs, &sgd_parse<true>};
   static const OpDef& reg = register_op(def);
   return reg;
 }
 
 const OpDef& adam_update_op() {
   static const OpDef def{"adam_update", &update_infer, &adam_cpu, NDG_GPU_KERNEL(gpu::adam_update), nullptr,
-                         &adam_attrs};
+                         &adam_attrs, &adam_parse};
   static const OpDef& reg = register_op(def);
   return reg;
 }
 
 const OpDef& multi_sgd_update_op() {
   static const OpDef def{"multi_sgd_update", &multi_update_infer, &multi_sgd_cpu,
-                         NDG_GPU_KERNEL(gpu::multi_sgd_update), nullptr, &multi_sgd_attrs};
+                         NDG_GPU_KERNEL(gpu::multi_sgd_update), nullptr, &multi_sgd_attrs, &multi_sgd_parse<false>};
   static const OpDef& reg = register_op(def);
   return reg;
 }
 
 const OpDef& multi_sgd_mom_update_op() {
   static const OpDef def{"multi_sgd_mom_update", &multi_update_infer, &multi_sgd_cpu,
-                         NDG_GPU_KERNEL(gpu::multi_sgd_update), nullptr, &multi_sgd_attrs};
+                         NDG_GPU_KERNEL(gpu::multi_sgd_update), nullptr, &multi_sgd_attrs, &multi_sgd_parse<true>};
   static const OpDef& reg = register_op(def);
   return reg;
 }

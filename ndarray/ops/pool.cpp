@@ -1,13 +1,13 @@
 // Pooling (max and average, 1-, 2- and 3-D, global, "valid" and "full" conventions) and its
 // backward op. Here: the front end, inference, gradient and CPU loops; the CUDA launches are in
 // cuda/ops/pool.cu. Both run the element functions of ndarray/ops/conv_kernels.hpp.
+#include <algorithm>
 #include <limits>
 
 #include "ndarray/checks.hpp"
 #include "ndarray/nn.hpp"
+#include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/conv_kernels.hpp"
-#include <algorithm>
-
 #include "ndarray/ops/parallel.hpp"
 
 namespace mx::op {
@@ -87,7 +87,7 @@ void backward_cpu(const ExecContext&, const Invocation& inv) {
 std::vector<std::pair<std::string, std::string>> pooling_attrs(const Params& params) {
   const auto& p = params.as<PoolingParams>();
   std::vector<std::pair<std::string, std::string>> attrs{{"pool_type", p.max ? "max" : "avg"},
-                                                        {"global_pool", p.global_pool ? "True" : "False"}};
+                                                        {"global_pool", format_bool(p.global_pool)}};
   if (!p.global_pool) {
     const Window& w = p.window;
     attrs.insert(attrs.end(), {{"kernel", window_tuple(w, w.kernel)},
@@ -95,13 +95,59 @@ std::vector<std::pair<std::string, std::string>> pooling_attrs(const Params& par
                                {"pad", window_tuple(w, w.pad)},
                                {"pooling_convention", p.full_convention ? "full" : "valid"}});
   }
-  if (!p.max) attrs.emplace_back("count_include_pad", p.count_include_pad ? "True" : "False");
+  if (!p.max) attrs.emplace_back("count_include_pad", format_bool(p.count_include_pad));
   return attrs;
+}
+
+// Pooling's options checked (mx::ValueError): pool_type, pooling_convention, and unless
+// global_pool the window, with pad < kernel.
+PoolingParams pooling_params(const nd::PoolingOptions& o) {
+  const char* op = "Pooling";
+  if (o.pool_type != "max" && o.pool_type != "avg") {
+    throw ValueError("Pooling: unknown pool_type \"" + o.pool_type + "\"; valid: \"max\", \"avg\"");
+  }
+  if (o.pooling_convention != "valid" && o.pooling_convention != "full") {
+    throw ValueError("Pooling: unknown pooling_convention \"" + o.pooling_convention +
+                     "\"; valid: \"valid\", \"full\"");
+  }
+  PoolingParams p;
+  p.max = o.pool_type == "max";
+  p.global_pool = o.global_pool;
+  p.full_convention = o.pooling_convention == "full";
+  p.count_include_pad = o.count_include_pad;
+  if (!o.global_pool) {
+    p.window = make_window(op, o.kernel, o.stride, {}, o.pad);
+    for (int d = 0; d < 3; ++d) {
+      if (p.window.pad[d] >= p.window.kernel[d]) {
+        throw ValueError("Pooling: pad " + window_tuple(p.window, p.window.pad) + " must be smaller than the kernel " +
+                         window_tuple(p.window, p.window.kernel) + " along every axis");
+      }
+    }
+  }
+  return p;
+}
+
+// MXNet's attributes; cudnn_off (which engine runs) and p_value (Lp pooling's, a pool_type ndgluon
+// refuses) change no result: ignored. With global_pool the window is not read (MXNet ignores it).
+Params pooling_parse(const AttrList& attrs) {
+  AttrReader a("Pooling", attrs);
+  nd::PoolingOptions o;
+  o.global_pool = a.boolean("global_pool", false);
+  o.kernel = a.tuple("kernel", {});
+  o.pool_type = a.choice("pool_type", "max", {"max", "avg"});
+  o.pooling_convention = a.choice("pooling_convention", "valid", {"valid", "full"});
+  o.stride = a.tuple("stride", {});
+  o.pad = a.tuple("pad", {});
+  o.count_include_pad = a.boolean("count_include_pad", true);
+  a.ignore({"cudnn_off", "p_value"});
+  read_layout(a, o.kernel.size());
+  a.finish();
+  return pooling_params(o);
 }
 
 const OpDef& backward_op() {
   static const OpDef def{"_backward_Pooling", &backward_infer, &backward_cpu, NDG_GPU_KERNEL(gpu::pooling_backward),
-                         nullptr, &pooling_attrs};
+                         nullptr, &pooling_attrs, &pooling_parse};
   static const OpDef& reg = register_op(def);
   return reg;
 }
@@ -113,7 +159,7 @@ std::vector<NDArray> pooling_gradient(const Invocation& inv, const std::vector<N
 
 const OpDef& pooling_op() {
   static const OpDef def{"Pooling", &pooling_infer, &pooling_cpu, NDG_GPU_KERNEL(gpu::pooling), &pooling_gradient,
-                         &pooling_attrs};
+                         &pooling_attrs, &pooling_parse};
   static const OpDef& reg = register_op(def);
   return reg;
 }
@@ -137,30 +183,8 @@ ConvGeometry pool_geometry(const PoolingParams& p, const Shape& x, DType dtype) 
 namespace mx::nd {
 
 NDArray Pooling(const NDArray& data, const PoolingOptions& o) {
-  const char* op = "Pooling";
-  detail::check_not_none(op, data);
-  op::PoolingParams p;
-  if (o.pool_type != "max" && o.pool_type != "avg") {
-    throw ValueError("Pooling: unknown pool_type \"" + o.pool_type + "\"; valid: \"max\", \"avg\"");
-  }
-  if (o.pooling_convention != "valid" && o.pooling_convention != "full") {
-    throw ValueError("Pooling: unknown pooling_convention \"" + o.pooling_convention + "\"; valid: \"valid\", \"full\"");
-  }
-  p.max = o.pool_type == "max";
-  p.global_pool = o.global_pool;
-  p.full_convention = o.pooling_convention == "full";
-  p.count_include_pad = o.count_include_pad;
-  if (!o.global_pool) {
-    p.window = op::make_window(op, o.kernel, o.stride, {}, o.pad);
-    for (int d = 0; d < 3; ++d) {
-      if (p.window.pad[d] >= p.window.kernel[d]) {
-        throw ValueError("Pooling: pad " + op::window_tuple(p.window, p.window.pad) +
-                         " must be smaller than the kernel " + op::window_tuple(p.window, p.window.kernel) +
-                         " along every axis");
-      }
-    }
-  }
-  const auto outputs = op::invoke(op::pooling_op(), {data}, p);
+  detail::check_not_none("Pooling", data);
+  const auto outputs = op::invoke(op::pooling_op(), {data}, op::pooling_params(o));
   return outputs[0];
 }
 

@@ -11,6 +11,7 @@
 #include "ndarray/checks.hpp"
 #include "ndarray/functors.hpp"
 #include "ndarray/host_random.hpp"
+#include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/creation_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"
 
@@ -64,22 +65,34 @@ void random_normal_cpu(const ExecContext&, const Invocation& inv) {
 
 std::vector<std::pair<std::string, std::string>> uniform_attrs(const Params& params) {
   const auto& p = params.as<RandomParams>();
-  return {{"low", std::to_string(p.a)}, {"high", std::to_string(p.b)}};
+  return {{"low", format_real(p.a)}, {"high", format_real(p.b)}};
 }
 std::vector<std::pair<std::string, std::string>> normal_attrs(const Params& params) {
   const auto& p = params.as<RandomParams>();
-  return {{"loc", std::to_string(p.a)}, {"scale", std::to_string(p.b)}};
+  return {{"loc", format_real(p.a)}, {"scale", format_real(p.b)}};
 }
+
+// The draw's two parameters, named as MXNet names them (defaults 0 and 1), with those of the output
+// (read_output_attrs). The draw continues the context's generator (offset -1).
+Params random_parse(const char* op, const AttrList& attrs, const char* a_name, const char* b_name) {
+  AttrReader a(op, attrs);
+  const RandomParams p{a.real(a_name, 0.0), a.real(b_name, 1.0)};
+  read_output_attrs(a);
+  a.finish();
+  return p;
+}
+Params uniform_parse(const AttrList& attrs) { return random_parse("_random_uniform", attrs, "low", "high"); }
+Params normal_parse(const AttrList& attrs) { return random_parse("_random_normal", attrs, "loc", "scale"); }
 
 const OpDef& uniform_def() {
   static const OpDef def{"_random_uniform", &random_infer, &random_uniform_cpu, NDG_GPU_KERNEL(gpu::random_uniform),
-                         nullptr, &uniform_attrs};
+                         nullptr, &uniform_attrs, &uniform_parse};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
 const OpDef& normal_def() {
   static const OpDef def{"_random_normal", &random_infer, &random_normal_cpu, NDG_GPU_KERNEL(gpu::random_normal),
-                         nullptr, &normal_attrs};
+                         nullptr, &normal_attrs, &normal_parse};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }

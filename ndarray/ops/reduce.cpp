@@ -12,6 +12,7 @@
 #include "ndarray/elementwise.hpp"
 #include "ndarray/functors.hpp"
 #include "ndarray/manipulation.hpp"
+#include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/parallel.hpp"
 #include "ndarray/ops/reduce_kernels.hpp"
 
@@ -141,16 +142,31 @@ std::vector<std::pair<std::string, std::string>> reduce_attrs(const Params& para
   const auto& p = params.as<ReduceParams>();
   std::vector<std::pair<std::string, std::string>> attrs;
   if (p.has_axis) attrs.emplace_back("axis", std::to_string(p.axis));
-  attrs.emplace_back("keepdims", p.keepdims ? "True" : "False");
+  attrs.emplace_back("keepdims", format_bool(p.keepdims));
   return attrs;
 }
 
-#define NDG_REDUCE_OP(NAME, GRADIENT) \
-  OpDef{NAME, &reduce_infer, &reduce_cpu, NDG_GPU_KERNEL(gpu::reduce), GRADIENT, &reduce_attrs}
+// MXNet's attributes: axis a tuple (sum, max, min) or an integer (argmax, argmin), absent, "None"
+// or "()" for every element. Several axes and exclude are refused: ndgluon reduces one axis or all.
+template <ReduceOp op>
+Params reduce_parse(const AttrList& attrs) {
+  AttrReader a(op_name(op), attrs);
+  const std::vector<std::int64_t> axes = a.tuple("axis", {});
+  if (axes.size() > 1) a.fail("axis", "is not supported: ndgluon reduces along one axis or all of them");
+  if (!axes.empty() && axes[0] != static_cast<int>(axes[0])) a.fail("axis", "is out of range");
+  if (a.boolean("exclude", false)) a.fail("exclude", "is not supported");
+  const ReduceParams p{op, axes.empty() ? 0 : static_cast<int>(axes[0]), !axes.empty(), a.boolean("keepdims", false)};
+  a.finish();
+  return p;
+}
+
+#define NDG_REDUCE_OP(NAME, GRADIENT)                                                                 \
+  OpDef{#NAME, &reduce_infer, &reduce_cpu, NDG_GPU_KERNEL(gpu::reduce), GRADIENT, &reduce_attrs, \
+        &reduce_parse<ReduceOp::NAME>}
 // In ReduceOp's order; argmax/argmin give positions, which have no gradient.
 const std::array<OpDef, static_cast<std::size_t>(ReduceOp::count)> reduce_defs{
-    NDG_REDUCE_OP("sum", &reduce_gradient), NDG_REDUCE_OP("max", &reduce_gradient),
-    NDG_REDUCE_OP("min", &reduce_gradient), NDG_REDUCE_OP("argmax", nullptr), NDG_REDUCE_OP("argmin", nullptr)};
+    NDG_REDUCE_OP(sum, &reduce_gradient), NDG_REDUCE_OP(max, &reduce_gradient), NDG_REDUCE_OP(min, &reduce_gradient),
+    NDG_REDUCE_OP(argmax, nullptr), NDG_REDUCE_OP(argmin, nullptr)};
 #undef NDG_REDUCE_OP
 
 [[maybe_unused]] const bool family_registered = [] {

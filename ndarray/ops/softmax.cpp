@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "ndarray/checks.hpp"
+#include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/parallel.hpp"
 #include "ndarray/ops/reduce_kernels.hpp"
 #include "ndarray/ops/softmax_kernels.hpp"
@@ -60,18 +61,8 @@ void softmax_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
 template <class T>
 void softmax_backward_cpu_loop(const T* g, const T* y, T* dx, ReduceShape s, bool log) {
   const std::int64_t lines = s.outer * s.inner;
-  parallel_for(lines, [&](std::int64_t line) {
-    const std::int64_t start = line / s.inner * s.length * s.inner + line % s.inner;
-    T sum = 0;
-    for (std::int64_t k = 0; k < s.length; ++k) {
-      const std::int64_t at = start + k * s.inner;
-      sum += softmax_backward_term(g[at], y[at], log);
-    }
-    for (std::int64_t k = 0; k < s.length; ++k) {
-      const std::int64_t at = start + k * s.inner;
-      dx[at] = softmax_backward_element(g[at], y[at], sum, log);
-    }
-  }, lines * s.length);
+  parallel_for(lines, [&](std::int64_t line) { softmax_backward_line(g, y, dx, s, line, log); },
+               lines * s.length);
 }
 
 void softmax_backward_cpu(const ExecContext&, const Invocation& inv) {
@@ -102,15 +93,28 @@ std::vector<std::pair<std::string, std::string>> softmax_attrs(const Params& par
   return {{"axis", std::to_string(params.as<SoftmaxParams>().axis)}};
 }
 
+// MXNet's attributes (also its backward ops'). temperature other than 1, use_length (a length
+// input) and dtype (a result of another dtype than the input's) are refused.
+template <bool log>
+Params softmax_parse(const AttrList& attrs) {
+  AttrReader a(log ? "log_softmax" : "softmax", attrs);
+  const int axis = a.axis("axis", -1);
+  if (a.real("temperature", 1.0) != 1.0) a.fail("temperature", "is not supported: ndgluon divides by 1");
+  if (a.boolean("use_length", false)) a.fail("use_length", "is not supported: the op takes no length input");
+  if (!a.text("dtype", "").empty()) a.fail("dtype", "is not supported: the result has the input's dtype");
+  a.finish();
+  return SoftmaxParams{axis, log};
+}
+
 const OpDef& softmax_backward_def() {
   static const OpDef def{"_backward_softmax", &softmax_backward_infer, &softmax_backward_cpu,
-                         NDG_GPU_KERNEL(gpu::softmax_backward), nullptr, &softmax_attrs};
+                         NDG_GPU_KERNEL(gpu::softmax_backward), nullptr, &softmax_attrs, &softmax_parse<false>};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
 const OpDef& log_softmax_backward_def() {
   static const OpDef def{"_backward_log_softmax", &softmax_backward_infer, &softmax_backward_cpu,
-                         NDG_GPU_KERNEL(gpu::softmax_backward), nullptr, &softmax_attrs};
+                         NDG_GPU_KERNEL(gpu::softmax_backward), nullptr, &softmax_attrs, &softmax_parse<true>};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
@@ -124,13 +128,13 @@ std::vector<NDArray> softmax_gradient(const Invocation& inv, const std::vector<N
 
 const OpDef& softmax_def() {
   static const OpDef def{"softmax", &softmax_infer, &softmax_cpu, NDG_GPU_KERNEL(gpu::softmax), &softmax_gradient,
-                         &softmax_attrs};
+                         &softmax_attrs, &softmax_parse<false>};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
 const OpDef& log_softmax_def() {
   static const OpDef def{"log_softmax", &softmax_infer, &softmax_cpu, NDG_GPU_KERNEL(gpu::softmax),
-                         &softmax_gradient, &softmax_attrs};
+                         &softmax_gradient, &softmax_attrs, &softmax_parse<true>};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }

@@ -31,6 +31,21 @@ NDG_HD T softmax_backward_element(T g, T y, T sum, bool log) {
   return log ? g - std::exp(y) * sum : y * (g - sum);
 }
 
+// dx along one (outer, inner) line, elements `inner` apart: the sum of the terms, then dx.
+template <class T>
+NDG_HD void softmax_backward_line(const T* g, const T* y, T* dx, const ReduceShape& s, std::int64_t line, bool log) {
+  const std::int64_t start = line / s.inner * s.length * s.inner + line % s.inner;
+  T sum = 0;
+  for (std::int64_t k = 0; k < s.length; ++k) {
+    const std::int64_t at = start + k * s.inner;
+    sum += softmax_backward_term(g[at], y[at], log);
+  }
+  for (std::int64_t k = 0; k < s.length; ++k) {
+    const std::int64_t at = start + k * s.inner;
+    dx[at] = softmax_backward_element(g[at], y[at], sum, log);
+  }
+}
+
 namespace gpu {
 void softmax(const ExecContext& ec, const Invocation& inv);
 void softmax_backward(const ExecContext& ec, const Invocation& inv);

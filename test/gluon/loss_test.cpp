@@ -5,6 +5,7 @@
 #include "test/support/boost_test.hpp"
 #include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
+#include "test/support/profile.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -91,16 +92,7 @@ const Rows kLabel = {{0, 2}, {5, 1}, {1, -0.5}};
 const Rows kLogits = {{1, 2, 3}, {1, 1, 1}, {0, -1, 2.5}, {-0.5, 4, 0.25}};
 const std::vector<int> kClasses = {2, 0, 1, 1};
 
-// The Calls column of the row named `name` in a profiler table; -1 when there is no such row.
-long long calls_of(const std::string& table, const std::string& name) {
-  std::istringstream lines(table);
-  std::string line;
-  while (std::getline(lines, line)) {
-    long long calls = 0;
-    if (line.rfind(name + " ", 0) == 0 && std::istringstream(line.substr(name.size())) >> calls) return calls;
-  }
-  return -1;
-}
+using ndg_test::profiler_calls;
 
 }  // namespace
 
@@ -365,11 +357,11 @@ BOOST_AUTO_TEST_CASE(softmax_cross_entropy_runs_as_mxnet_gluon_does) {
     const std::string table = mx::profiler::dumps(true);
     BOOST_TEST_INFO(table);
     for (const char* op : {"log_softmax", "pick", "negative", "_backward_pick", "_backward_log_softmax"}) {
-      BOOST_TEST(calls_of(table, op) == 1, op);
+      BOOST_TEST(profiler_calls(table, op) == 1, op);
     }
     for (const char* op : {"mean", "sum", "equal", "_arange", "Cast", "maximum", "minimum", "exp", "multiply",
                            "gradient of reshape"}) {
-      BOOST_TEST(calls_of(table, op) == -1, op);
+      BOOST_TEST(profiler_calls(table, op) == -1, op);
     }
   });
 }

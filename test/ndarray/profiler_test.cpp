@@ -2,6 +2,7 @@
 // dumps(true) and reset() forget, and a bad state is a typed error.
 #include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
+#include "test/support/profile.hpp"
 
 #include <sstream>
 #include <string>
@@ -13,17 +14,7 @@ namespace profiler = mx::profiler;
 
 namespace {
 
-// The Calls column of the row named `name` in a dumps() table; -1 when there is no such row.
-long long calls_of(const std::string& table, const std::string& name) {
-  std::istringstream lines(table);
-  std::string line;
-  while (std::getline(lines, line)) {
-    // Names may hold spaces ("one product"): the row starts with the name, then the numbers.
-    long long calls = 0;
-    if (line.rfind(name + " ", 0) == 0 && std::istringstream(line.substr(name.size())) >> calls) return calls;
-  }
-  return -1;
-}
+using ndg_test::profiler_calls;
 
 struct StopProfiler {
   ~StopProfiler() {
@@ -57,13 +48,13 @@ BOOST_AUTO_TEST_CASE(counts_ops_and_ranges_on_every_context) {
     }
     const std::string table = profiler::dumps();
     BOOST_TEST_INFO(table);
-    BOOST_TEST(calls_of(table, "three products") == 1);
-    BOOST_TEST(calls_of(table, "one product") == 3);
-    BOOST_TEST(calls_of(table, "dot") == 3);
-    BOOST_TEST(calls_of(table, "after stop") == -1);
+    BOOST_TEST(profiler_calls(table, "three products") == 1);
+    BOOST_TEST(profiler_calls(table, "one product") == 3);
+    BOOST_TEST(profiler_calls(table, "dot") == 3);
+    BOOST_TEST(profiler_calls(table, "after stop") == -1);
     // dumps(true) returns the same rows once more, then forgets them.
-    BOOST_TEST(calls_of(profiler::dumps(true), "dot") == 3);
-    BOOST_TEST(calls_of(profiler::dumps(), "dot") == -1);
+    BOOST_TEST(profiler_calls(profiler::dumps(true), "dot") == 3);
+    BOOST_TEST(profiler_calls(profiler::dumps(), "dot") == -1);
   });
 }
 
@@ -86,7 +77,7 @@ BOOST_AUTO_TEST_CASE(times_are_ordered_and_reset_forgets) {
   BOOST_TEST(min <= mean);
   BOOST_TEST(mean <= max);
   profiler::reset();
-  BOOST_TEST(calls_of(profiler::dumps(), "span") == -1);
+  BOOST_TEST(profiler_calls(profiler::dumps(), "span") == -1);
 }
 
 BOOST_AUTO_TEST_CASE(bad_state_is_a_value_error) {

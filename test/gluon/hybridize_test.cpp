@@ -1,0 +1,218 @@
+// hybridize(): a traced net replays to the eager results, forward and gradients, on every context;
+// running statistics count once per call; static_shape; forwards that cannot be traced; export to
+// MXNet's symbol JSON and .params, and nn::SymbolBlock::imports of that export and of JSON written
+// by hand in MXNet's layout; bad files.
+#include "test/support/boost_test.hpp"
+#include "test/support/arrays.hpp"
+#include "test/support/contexts.hpp"
+#include "test/support/files.hpp"
+
+#include <string>
+#include <vector>
+
+#include <gluon/loss.hpp>
+#include <gluon/nn.hpp>
+#include <ndarray/ndarray.hpp>
+
+namespace nd = mx::nd;
+namespace nn = mx::gluon::nn;
+namespace ag = mx::autograd;
+using ndg_test::check_close;
+using ndg_test::Values;
+
+namespace {
+
+nd::NDArray random_array(const mx::Shape& shape, mx::Context ctx, unsigned seed) {
+  const Values v = ndg_test::uniform_values(static_cast<std::size_t>(shape.numel()), seed);
+  return nd::array(v.data(), mx::DType::float64, shape, ctx, mx::DType::float32);
+}
+
+// A small conv net with every traced construct: Conv2D with a fused activation, BatchNorm, a
+// max pool, Flatten (a reshape view), Dense layers, Dropout (identity in prediction).
+nn::Sequential small_net() {
+  nn::Sequential net;
+  net.add(nn::Conv2D(4, 3, {.padding = 1, .activation = "relu"}), nn::BatchNorm(), nn::MaxPool2D(2),
+          nn::Flatten(), nn::Dense(8, "tanh"), nn::Dense(3));
+  return net;
+}
+
+// Two nets with the same parameters on ctx: a, and b loaded from a's file.
+std::pair<nn::Sequential, nn::Sequential> twin_nets(mx::Context ctx, const ndg_test::TempDir& dir) {
+  nn::Sequential a = small_net(), b = small_net();
+  a.initialize(mx::init::Xavier(), ctx);
+  a(nd::zeros({2, 2, 6, 6}, ctx));  // completes the deferred shapes
+  a.save_parameters(dir.file("twin.params"));
+  b.load_parameters(dir.file("twin.params"), ctx);
+  return {a, b};
+}
+
+struct Stepped {
+  nd::NDArray y;
+  std::vector<nd::NDArray> grads;
+  nd::NDArray running_mean;
+};
+
+// One recorded forward and backward of a loss; the gradients and the BatchNorm's running mean.
+Stepped step(nn::Sequential& net, const nd::NDArray& x, const nd::NDArray& label) {
+  mx::gluon::loss::SoftmaxCrossEntropyLoss loss;
+  Stepped s;
+  {
+    auto recording = ag::record();
+    s.y = net(x);
+    loss(s.y, label).backward();
+  }
+  for (const auto& [name, param] : net.collect_params()) {
+    if (param.grad_req() != "null") s.grads.push_back(param.grad(x.context()));
+  }
+  s.running_mean = net.at<nn::BatchNorm>(1).running_mean().data(x.context());
+  return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(hybridize)
+
+BOOST_AUTO_TEST_CASE(replays_the_eager_forward_and_gradients_on_every_context) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const ndg_test::TempDir dir;
+    auto [eager, hybrid] = twin_nets(ctx, dir);
+    hybrid.hybridize();
+    BOOST_TEST(hybrid.is_hybridized());
+    const nd::NDArray label = nd::array(std::vector<float>{0, 2, 1, 2, 0}, mx::Shape{5}, ctx);
+    for (unsigned call = 0; call < 3; ++call) {  // the trace, then two replays of its graph
+      BOOST_TEST_CONTEXT("call " << call) {
+        const nd::NDArray x = random_array({5, 2, 6, 6}, ctx, 40 + call);
+        const Stepped want = step(eager, x, label), got = step(hybrid, x, label);
+        check_close(got.y, want.y.asvector<double>(), 1e-5, 1e-6);
+        for (std::size_t i = 0; i < want.grads.size(); ++i) {
+          BOOST_TEST_CONTEXT("gradient " << i) { check_close(got.grads[i], want.grads[i].asvector<double>(), 1e-4, 1e-6); }
+        }
+        // The running statistics moved once per call, the trace's call included.
+        check_close(got.running_mean, want.running_mean.asvector<double>(), 1e-5, 1e-7);
+      }
+    }
+    // Prediction is another signature: its own graph, the running statistics used.
+    const nd::NDArray x = random_array({5, 2, 6, 6}, ctx, 50);
+    check_close(hybrid(x), eager(x).asvector<double>(), 1e-5, 1e-6);
+    hybrid.hybridize(false);
+    BOOST_TEST(!hybrid.is_hybridized());
+    check_close(hybrid(x), eager(x).asvector<double>(), 1e-6, 1e-7);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(static_shape_rejects_another_signature) {
+  nn::Sequential net = small_net();
+  net.initialize(mx::init::Xavier());
+  net.hybridize(true, true, true);
+  BOOST_TEST(net(nd::ones({2, 2, 6, 6})).shape() == (mx::Shape{2, 3}));
+  NDG_CHECK_THROWS_WITH(net(nd::ones({3, 2, 6, 6})), mx::ValueError, "static_shape", "(2, 2, 6, 6)", "(3, 2, 6, 6)");
+  net.hybridize(true);  // without static_shape, each batch size has its graph
+  BOOST_TEST(net(nd::ones({3, 2, 6, 6})).shape() == (mx::Shape{3, 3}));
+  BOOST_TEST(net(nd::ones({2, 2, 6, 6})).shape() == (mx::Shape{2, 3}));
+}
+
+// A forward that reads an array it neither takes nor owns as a parameter.
+class Captures : public mx::gluon::Block {
+ public:
+  explicit Captures(nd::NDArray offset) : Block("captures"), offset_(std::move(offset)) {}
+  nd::NDArray forward(const nd::NDArray& x) override { return x + offset_; }
+
+ private:
+  nd::NDArray offset_;
+};
+
+BOOST_AUTO_TEST_CASE(a_forward_that_reads_an_outside_array_cannot_be_traced) {
+  Captures block(nd::ones({3}));
+  BOOST_TEST(block(nd::ones({3})).asvector<float>() == (std::vector<float>{2, 2, 2}), boost::test_tools::per_element());
+  block.hybridize();
+  NDG_CHECK_THROWS_WITH(block(nd::ones({3})), mx::ValueError, "hybridize", "(3,) float32", "neither one of its inputs nor a parameter");
+}
+
+BOOST_AUTO_TEST_CASE(export_and_imports_on_every_context) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const ndg_test::TempDir dir;
+    nn::Sequential net = small_net();
+    net.initialize(mx::init::Xavier(), ctx);
+    NDG_CHECK_THROWS_WITH(net.export_model(dir.file("net")), mx::ValueError, "export", "hybridize");
+    net.hybridize();
+    const nd::NDArray x = random_array({4, 2, 6, 6}, ctx, 60);
+    const nd::NDArray want = net(x);  // prediction mode
+    net.export_model(dir.file("net"), 7);
+    const std::string json = ndg_test::read_bytes(dir.file("net-symbol.json"));
+    for (const char* part : {"\"op\": \"Convolution\"", "\"op\": \"BatchNorm\"", "\"op\": \"Pooling\"", "\"op\": \"Flatten\"",
+                             "\"op\": \"FullyConnected\"", "\"op\": \"null\"", "\"name\": \"data\"", "\"arg_nodes\"",
+                             "\"node_row_ptr\"", "\"heads\"", "\"mxnet_version\"", "\"num_filter\": \"4\""}) {
+      BOOST_TEST_CONTEXT(part) { BOOST_TEST(json.find(part) != std::string::npos); }
+    }
+    const nd::LoadedArrays params = nd::load(dir.file("net-0007.params"));
+    std::size_t args = 0, auxes = 0;
+    for (const std::string& name : params.names) {
+      args += name.starts_with("arg:");
+      auxes += name.starts_with("aux:");
+    }
+    BOOST_TEST(args == 8u);   // conv weight and bias, gamma and beta, two dense weights and biases
+    BOOST_TEST(auxes == 2u);  // the running mean and variance
+    nn::SymbolBlock imported =
+        nn::SymbolBlock::imports(dir.file("net-symbol.json"), {"data"}, dir.file("net-0007.params"), ctx);
+    check_close(imported(x), want.asvector<double>(), 1e-5, 1e-6);
+    BOOST_TEST(imported.collect_params().size() == 10u);
+  });
+}
+
+// JSON as MXNet 1.x writes it (attrs, hints in __shape__, node_row_ptr, a version), for
+// relu(x · w0ᵀ + b0) · w1ᵀ + b1, with MXNet's extra attributes.
+BOOST_AUTO_TEST_CASE(imports_json_written_by_mxnet) {
+  const std::string json = R"json({
+  "nodes": [
+    {"op": "null", "name": "data", "attrs": {"__shape__": "(0, 3)"}, "inputs": []},
+    {"op": "null", "name": "dense0_weight", "attrs": {"__dtype__": "0", "__shape__": "(2, 3)"}, "inputs": []},
+    {"op": "null", "name": "dense0_bias", "inputs": []},
+    {"op": "FullyConnected", "name": "dense0_fwd", "attrs": {"flatten": "True", "no_bias": "False", "num_hidden": "2"},
+     "inputs": [[0, 0, 0], [1, 0, 0], [2, 0, 0]]},
+    {"op": "Activation", "name": "dense0_relu_fwd", "attrs": {"act_type": "relu"}, "inputs": [[3, 0, 0]]},
+    {"op": "null", "name": "dense1_weight", "inputs": []},
+    {"op": "FullyConnected", "name": "dense1_fwd", "attrs": {"no_bias": "True", "num_hidden": "1"},
+     "inputs": [[4, 0, 0], [5, 0, 0]]}
+  ],
+  "arg_nodes": [0, 1, 2, 5],
+  "node_row_ptr": [0, 1, 2, 3, 4, 5, 6, 7],
+  "heads": [[6, 0, 0]],
+  "attrs": {"mxnet_version": ["int", 10901]}
+})json";
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    const ndg_test::TempDir dir;
+    ndg_test::write_bytes(dir.file("m-symbol.json"), json);
+    nd::save(dir.file("m-0000.params"), {{"arg:dense0_weight", nd::array({{1, 0, -1}, {2, 1, 0}})},
+                                         {"arg:dense0_bias", nd::array({0.5, -4})},
+                                         {"arg:dense1_weight", nd::array({{3, -1}})}});
+    nn::SymbolBlock net = nn::SymbolBlock::imports(dir.file("m-symbol.json"), {"data"}, dir.file("m-0000.params"), ctx);
+    // x = (1, 2, 3): h = relu(1 - 3 + 0.5, 2 + 2 - 4) = (0, 0) -> 0; x = (4, 0, 1): relu(3.5, 4) -> 3·3.5 - 4 = 6.5
+    const nd::NDArray y = net(nd::array({{1, 2, 3}, {4, 0, 1}}, ctx));
+    BOOST_TEST(y.shape() == (mx::Shape{2, 1}));
+    check_close(y, {0.0, 6.5}, 1e-6, 1e-6);
+    NDG_CHECK_THROWS_WITH(nn::SymbolBlock::imports(dir.file("m-symbol.json"), {"input"}, dir.file("m-0000.params"), ctx),
+                          mx::ValueError, "no variable 'input'");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(bad_symbol_files_are_typed_errors) {
+  const ndg_test::TempDir dir;
+  nd::save(dir.file("p.params"), std::vector<std::string>{}, std::vector<nd::NDArray>{});
+  const auto imports = [&](const std::string& json) {
+    ndg_test::write_bytes(dir.file("s.json"), json);
+    return nn::SymbolBlock::imports(dir.file("s.json"), {"data"}, dir.file("p.params"));
+  };
+  NDG_CHECK_THROWS_WITH(imports("{\"nodes\": ["), mx::FileError, "s.json", "not JSON");
+  NDG_CHECK_THROWS_WITH(imports("[1, 2]"), mx::FileError, "s.json", "not a symbol JSON");
+  NDG_CHECK_THROWS_WITH(
+      imports(R"({"nodes": [{"op": "null", "name": "data", "inputs": []}, {"op": "NoSuchOp", "name": "n1", "inputs": [[0, 0, 0]]}], "heads": [[1, 0, 0]]})"),
+      mx::ValueError, "node 1 ('n1')", "no op 'NoSuchOp'");
+  NDG_CHECK_THROWS_WITH(
+      imports(R"({"nodes": [{"op": "null", "name": "data", "inputs": []}, {"op": "Activation", "name": "a", "attrs": {"act_type": "relu"}, "inputs": [[5, 0, 0]]}], "heads": [[1, 0, 0]]})"),
+      mx::FileError, "node 1 ('a')", "bad entry [5,0,0]");
+  NDG_CHECK_THROWS_WITH(
+      imports(R"({"nodes": [{"op": "null", "name": "data", "inputs": []}, {"op": "null", "name": "w", "inputs": []}, {"op": "FullyConnected", "name": "fc", "attrs": {"num_hidden": "2", "no_bias": "True"}, "inputs": [[0, 0, 0], [1, 0, 0]]}], "heads": [[2, 0, 0]]})"),
+      mx::ValueError, "holds no parameter 'w'");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
