@@ -296,7 +296,7 @@ Graph from_json(const std::string& text, const std::string& source) {
           node.input_slots.push_back(static_cast<std::uint32_t>(node.input_slots.size()));
         }
       }
-      node.num_inputs = static_cast<std::uint32_t>(node.inputs.size());
+      node.num_inputs = std::max(static_cast<std::uint32_t>(node.inputs.size()), node.op->arity);
     }
     g.nodes.push_back(std::move(node));
   }

@@ -328,7 +328,7 @@ Grads convolution_gradient(const Invocation& inv, const Grads& out_grads) {
 
 const OpDef& convolution_op() {
   static const OpDef def{"Convolution", &convolution_infer, &convolution_kernel, NDG_GPU_KERNEL(convolution_kernel),
-                         &convolution_gradient, &convolution_attrs, &convolution_parse};
+                         &convolution_gradient, &convolution_attrs, &convolution_parse, false, nullptr, 3};
   static const OpDef& reg = register_op(def);
   return reg;
 }
@@ -533,7 +533,7 @@ Params deconvolution_parse(const AttrList& attrs) {
 const OpDef& deconvolution_op() {
   static const OpDef def{"Deconvolution", &deconvolution_infer, &deconvolution_kernel,
                          NDG_GPU_KERNEL(deconvolution_kernel), &deconvolution_gradient, &deconvolution_attrs,
-                         &deconvolution_parse};
+                         &deconvolution_parse, false, nullptr, 3};
   static const OpDef& reg = register_op(def);
   return reg;
 }

@@ -211,7 +211,7 @@ const OpDef& dropout_op() {
 const OpDef& fully_connected_op() {
   static const OpDef def{"FullyConnected", &fully_connected_infer, &fully_connected_cpu,
                          NDG_GPU_KERNEL(gpu::fully_connected), &fully_connected_gradient, &fully_connected_attrs,
-                         &fully_connected_parse};
+                         &fully_connected_parse, false, nullptr, 3};
   static const OpDef& reg = register_op(def);
   return reg;
 }

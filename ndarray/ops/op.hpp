@@ -15,6 +15,7 @@
 // that is then written into the view's elements of the base.
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
@@ -123,6 +124,9 @@ struct OpDef {
   // front end runs; a graph replays them in the mode of the replay through this: it sets the mode
   // in params and returns false where the op is then the identity (input 0 is its output).
   ModeFn mode = nullptr;
+  // The inputs the op takes, absent optional ones (a bias under no_bias) passed as none arrays;
+  // MXNet's JSON leaves those out, and a graph puts them back. 0: as many as a node gives.
+  std::uint32_t arity = 0;
 };
 
 // Registers an op at static initialisation (ops are defined with NDG_REGISTER_OP in their family
