@@ -22,16 +22,8 @@ namespace nn = mx::gluon::nn;
 namespace ag = mx::autograd;
 namespace gluon = mx::gluon;
 using ndg_test::check_close;
+using ndg_test::random_array;
 using ndg_test::Values;
-
-namespace {
-
-nd::NDArray random_array(const mx::Shape& shape, mx::Context ctx, unsigned seed) {
-  const Values v = ndg_test::uniform_values(static_cast<std::size_t>(shape.numel()), seed);
-  return nd::array(v.data(), mx::DType::float64, shape, ctx, mx::DType::float32);
-}
-
-}  // namespace
 
 BOOST_AUTO_TEST_SUITE(conv_layers)
 

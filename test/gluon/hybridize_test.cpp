@@ -18,17 +18,13 @@ namespace nd = mx::nd;
 namespace nn = mx::gluon::nn;
 namespace ag = mx::autograd;
 using ndg_test::check_close;
+using ndg_test::random_array;
 using ndg_test::Values;
 
 namespace {
 
-nd::NDArray random_array(const mx::Shape& shape, mx::Context ctx, unsigned seed) {
-  const Values v = ndg_test::uniform_values(static_cast<std::size_t>(shape.numel()), seed);
-  return nd::array(v.data(), mx::DType::float64, shape, ctx, mx::DType::float32);
-}
-
-// A small conv net with every traced construct: Conv2D with a fused activation, BatchNorm, a
-// max pool, Flatten (a reshape view), Dense layers, Dropout (identity in prediction).
+// A small conv net with traced constructs: Conv2D with a fused activation, BatchNorm, a max pool,
+// Flatten (a reshape view), Dense layers.
 nn::Sequential small_net() {
   nn::Sequential net;
   net.add(nn::Conv2D(4, 3, {.padding = 1, .activation = "relu"}), nn::BatchNorm(), nn::MaxPool2D(2),

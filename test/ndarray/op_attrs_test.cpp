@@ -33,6 +33,7 @@ namespace op = mx::op;
 namespace tt = boost::test_tools;
 using mx::DType;
 using op::AttrList;
+using ndg_test::random_array;
 using ndg_test::values;
 
 namespace {
@@ -49,11 +50,6 @@ op::Params parsed(const std::string& name, const AttrList& attrs) {
   const op::OpDef& def = def_of(name);
   BOOST_TEST_REQUIRE(def.parse_attrs != nullptr, name << " has no parse_attrs");
   return def.parse_attrs(attrs);
-}
-
-nd::NDArray random_array(const mx::Shape& shape, mx::Context ctx, unsigned seed) {
-  const ndg_test::Values v = ndg_test::uniform_values(static_cast<std::size_t>(shape.numel()), seed);
-  return nd::array(v.data(), DType::float64, shape, ctx, DType::float32);
 }
 
 // The params of the invocation that produced y (y recorded under autograd::record()).

@@ -29,6 +29,11 @@ void check_close(const mx::nd::NDArray& got, const Values& want, double rtol, do
   }
 }
 
+mx::nd::NDArray random_array(const mx::Shape& shape, mx::Context ctx, unsigned seed) {
+  const Values v = uniform_values(static_cast<std::size_t>(shape.numel()), seed);
+  return mx::nd::array(v.data(), mx::DType::float64, shape, ctx, mx::DType::float32);
+}
+
 Values uniform_values(std::size_t n, unsigned seed) {
   std::mt19937 engine(seed);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);

@@ -27,6 +27,9 @@ std::vector<std::uint32_t> bits_of(const mx::nd::NDArray& x);
 // n values uniform in [-1, 1), the same on every run for one seed.
 Values uniform_values(std::size_t n, unsigned seed);
 
+// A float32 array of `shape` on ctx holding uniform_values(numel, seed).
+mx::nd::NDArray random_array(const mx::Shape& shape, mx::Context ctx, unsigned seed);
+
 // Every element finite and |got - want| <= atol + rtol * |want|, naming the first elements that
 // are not.
 void check_close(const mx::nd::NDArray& got, const Values& want, double rtol = 1e-5, double atol = 1e-6);
