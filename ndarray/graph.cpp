@@ -163,7 +163,8 @@ Graph trace(const std::function<std::vector<NDArray>(const std::vector<NDArray>&
   return g;
 }
 
-std::vector<NDArray> run(const Graph& g, const std::map<std::string, NDArray>& variables) {
+std::vector<NDArray> run(const Graph& g, const std::map<std::string, NDArray>& variables,
+                         std::vector<std::vector<NDArray>>* all_values) {
   std::vector<std::vector<NDArray>> values(g.nodes.size());
   Context ctx = cpu();
   bool have_ctx = false;
@@ -200,6 +201,7 @@ std::vector<NDArray> run(const Graph& g, const std::map<std::string, NDArray>& v
   }
   std::vector<NDArray> heads;
   for (const Entry& e : g.heads) heads.push_back(values[e.node].at(e.index));
+  if (all_values) *all_values = std::move(values);
   return heads;
 }
 

@@ -63,7 +63,9 @@ Graph trace(const std::function<std::vector<nd::NDArray>(const std::vector<nd::N
 // The heads' values for the given variables (every variable of g by name; mx::ValueError naming a
 // missing one), each op run through op::invoke on the variables' context: recorded by autograd
 // inside autograd::record().
-std::vector<nd::NDArray> run(const Graph& g, const std::map<std::string, nd::NDArray>& variables);
+// `values`, when given, receives every node's outputs (a variable's: its array).
+std::vector<nd::NDArray> run(const Graph& g, const std::map<std::string, nd::NDArray>& variables,
+                             std::vector<std::vector<nd::NDArray>>* values = nullptr);
 
 // MXNet's symbol JSON (NNVM's graph JSON): nodes with op ("null" for a variable), name, attrs and
 // inputs ([node, index, version]), arg_nodes, node_row_ptr, heads, and attrs.mxnet_version.
