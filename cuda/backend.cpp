@@ -5,6 +5,7 @@
 #include "cuda/check.hpp"
 #include "cuda/device.hpp"
 #include "cuda/device_guard.hpp"
+#include "cuda/graph.hpp"
 #include "cuda/kernels.hpp"
 #include "cuda/memory.hpp"
 
@@ -109,6 +110,15 @@ class GpuBackend final : public Backend {
     cuda::scatter(on.stream(), dt, index, in, out);
   }
   std::uint64_t random_position(Context ctx) override { return cuda::device(ctx.device_id()).curand_position(); }
+  void set_random_position(Context ctx, std::uint64_t position) override {
+    cuda::device(ctx.device_id()).set_curand_position(position);
+  }
+
+  std::unique_ptr<CapturedWork> capture(Context ctx, const std::function<void()>& work,
+                                        const std::vector<CopyItem>& before,
+                                        const std::vector<CopyItem>& after) override {
+    return cuda::capture(ctx.device_id(), work, before, after);
+  }
 
   void synchronize(Context ctx) override {
     Device& dev = cuda::device(ctx.device_id());

@@ -34,4 +34,9 @@ std::uint64_t host_random_position() {
   return host_stream().position();
 }
 
+void host_random_set_position(std::uint64_t position) {
+  std::lock_guard lock(mutex);
+  host_stream().prepare(static_cast<std::int64_t>(position), 0);
+}
+
 }  // namespace mx::detail

@@ -41,6 +41,12 @@ std::uint64_t Device::curand_position() {
   return curand_.position();
 }
 
+void Device::set_curand_position(std::uint64_t position) {
+  std::lock_guard lock(curand_mutex_);
+  DeviceGuard guard(id_);
+  curand_.prepare(static_cast<std::int64_t>(position), 0);
+}
+
 namespace {
 
 struct Devices {

@@ -31,6 +31,7 @@ class Device {
   // lock that keeps other threads off it until the draw is queued.
   std::pair<curandGenerator_t, std::unique_lock<std::mutex>> curand(std::int64_t offset, std::int64_t n);
   std::uint64_t curand_position();
+  void set_curand_position(std::uint64_t position);
 
   // The last op queued, named in the error when a queued kernel fails.
   void set_last_op(const char* op) { last_op_.store(op, std::memory_order_relaxed); }

@@ -84,9 +84,59 @@ void* pool_allocate(int id, std::size_t bytes) {
   return ptr;
 }
 
+thread_local CaptureMemory* capture_memory = nullptr;
+
 }  // namespace
 
+CaptureMemory::~CaptureMemory() {
+  DeviceGuard guard(id_);
+  cudaStreamSynchronize(cuda::device(id_).stream());  // a launch may still be using the blocks
+  for (const auto& [ptr, size] : blocks_) {
+    // A block still in use escaped the capture (an array made during it that outlived it): it is
+    // left allocated rather than handed to two owners.
+    if (!in_use_[ptr]) cudaFree(ptr);
+  }
+}
+
+void* CaptureMemory::allocate(std::size_t bytes) {
+  const std::size_t size = rounded(bytes);
+  // Best fit among the free blocks.
+  auto best = free_.end();
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->first >= size && (best == free_.end() || it->first < best->first)) best = it;
+  }
+  void* ptr = nullptr;
+  if (best != free_.end()) {
+    ptr = best->second;
+    free_.erase(best);
+  } else {
+    DeviceGuard guard(id_);
+    const cudaError_t status = cudaMalloc(&ptr, size);
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      throw OutOfMemory("gpu(" + std::to_string(id_) + "): out of memory allocating " + mib(size) +
+                        " for a captured graph");
+    }
+    NDG_CUDA_CHECK(status);
+    blocks_[ptr] = size;
+  }
+  in_use_[ptr] = true;
+  return ptr;
+}
+
+bool CaptureMemory::free(void* ptr) {
+  const auto it = blocks_.find(ptr);
+  if (it == blocks_.end()) return false;
+  in_use_[ptr] = false;
+  free_.emplace_back(it->second, ptr);
+  return true;
+}
+
+CaptureMemoryScope::CaptureMemoryScope(CaptureMemory* memory) : previous_(capture_memory) { capture_memory = memory; }
+CaptureMemoryScope::~CaptureMemoryScope() { capture_memory = previous_; }
+
 void* device_allocate(int id, std::size_t bytes) {
+  if (capture_memory && capture_memory->device() == id) return capture_memory->allocate(bytes);
   BlockCache& c = cache(id);
   const std::size_t size = rounded(bytes);
   void* ptr = nullptr;
@@ -104,6 +154,13 @@ void* device_allocate(int id, std::size_t bytes) {
 }
 
 void device_free(int id, void* ptr, std::size_t bytes) noexcept {
+  if (capture_memory && capture_memory->device() == id) {
+    try {
+      if (capture_memory->free(ptr)) return;
+    } catch (...) {  // no memory for the free list: the block stays the capture's, unused
+      return;
+    }
+  }
   BlockCache& c = cache(id);
   const std::size_t size = rounded(bytes);
   c.live -= size;

@@ -4,6 +4,8 @@
 // cached (in the pool, release threshold unlimited, or in the block cache) until empty_cache.
 // Internal to cuda/.
 #include <cstddef>
+#include <unordered_map>
+#include <vector>
 
 #include "ndarray/backend.hpp"
 
@@ -14,5 +16,40 @@ void* device_allocate(int id, std::size_t bytes);
 void device_free(int id, void* ptr, std::size_t bytes) noexcept;  // bytes as allocated
 MemoryStats device_memory_stats(int id);
 void device_empty_cache(int id);
+
+// Memory that a CUDA graph keeps (PyTorch's private graph pool): while a CaptureMemory is
+// installed on a thread, that thread's allocations on its device come from it, and blocks freed
+// there return to it. A captured graph replays its kernels on these addresses, so the blocks stay
+// reserved until the CaptureMemory is destroyed; blocks freed during the capture serve the later
+// allocations of the same capture (its kernels run in stream order). Allocated with cudaMalloc,
+// which a relaxed-mode capture allows.
+class CaptureMemory {
+ public:
+  explicit CaptureMemory(int id) : id_(id) {}
+  ~CaptureMemory();
+  CaptureMemory(const CaptureMemory&) = delete;
+  CaptureMemory& operator=(const CaptureMemory&) = delete;
+  int device() const { return id_; }
+  void* allocate(std::size_t bytes);
+  bool free(void* ptr);  // false if ptr is not one of its blocks
+
+ private:
+  int id_;
+  std::unordered_map<void*, std::size_t> blocks_;  // every block, by address, with its size
+  std::vector<std::pair<std::size_t, void*>> free_;  // blocks not in use
+  std::unordered_map<void*, bool> in_use_;
+};
+
+// Installs `memory` on the calling thread for its lifetime (the previous one comes back after).
+class CaptureMemoryScope {
+ public:
+  explicit CaptureMemoryScope(CaptureMemory* memory);
+  ~CaptureMemoryScope();
+  CaptureMemoryScope(const CaptureMemoryScope&) = delete;
+  CaptureMemoryScope& operator=(const CaptureMemoryScope&) = delete;
+
+ private:
+  CaptureMemory* previous_;
+};
 
 }  // namespace mx::cuda

@@ -14,26 +14,51 @@
 #include "context/device.hpp"
 #include "context/file.hpp"
 #include "ndarray/autograd.hpp"
+#include "ndarray/backend.hpp"
 #include "ndarray/describe.hpp"
+#include "ndarray/executor.hpp"
 #include "ndarray/graph.hpp"
+#include "ndarray/ops/trace.hpp"
 #include "ndarray/io.hpp"
 #include "ndarray/profiler.hpp"
 
 namespace mx::gluon {
 
-// hybridize()'s state: the graph of each input signature traced so far.
+// hybridize()'s state. A signature is what a graph is traced and planned for: the input's shape,
+// dtype and context, the mode, whether autograd records (a forward whose backward will run keeps
+// the values its gradients read), and whether the input needs its gradient.
 struct Signature {
   Shape shape;
   DType dtype;
   Context ctx;
-  bool training;
+  bool training, recording, input_grad;
   bool operator==(const Signature&) const = default;
+};
+
+// A forward executor and the backward executor that reads its values: in use from a recorded
+// forward until its backward has run (MXNet's CachedOp state).
+struct TrainingPair {
+  std::unique_ptr<graph::Executor> forward, backward;
+};
+
+// One traced signature: the graph, the parameters it reads (its variables other than "data"), and
+// its executors.
+struct CachedGraph {
+  std::shared_ptr<const graph::Graph> graph;
+  std::vector<Parameter> params;
+  std::vector<std::string> param_names;
+  std::unique_ptr<graph::Executor> exec;  // not recording
+  // Recording: the gradient graph for wrt ("data" when the input needs it, then the parameters
+  // with gradients), and a pair per forward whose backward is pending.
+  graph::GradientGraph gradient;
+  std::vector<std::string> wrt;
+  std::vector<std::shared_ptr<TrainingPair>> pairs;
 };
 
 struct Block::Core {
   std::string prefix;
   bool hybridized = false, static_shape = false;
-  std::vector<std::pair<Signature, std::shared_ptr<const graph::Graph>>> graphs;
+  std::vector<std::pair<Signature, std::shared_ptr<CachedGraph>>> graphs;
   std::shared_ptr<const graph::Graph> last_graph;
   std::vector<std::pair<std::string, Parameter>> params;                 // short name -> parameter
   std::vector<std::pair<std::string, std::shared_ptr<Block>>> children;  // structural name -> child
@@ -58,7 +83,8 @@ Block::Block(const std::string& kind, const std::string& prefix) : core_(std::ma
 const std::string& Block::prefix() const { return core_->prefix; }
 
 nd::NDArray Block::operator()(const nd::NDArray& x) {
-  if (core_->hybridized) return call_graph(x);
+  // Inside another block's trace, a hybridized block runs its forward so that the trace sees its ops.
+  if (core_->hybridized && !op::trace_sink()) return call_graph(x);
   if (!profiler::is_running()) return forward(x);
   const std::string label = name() + " forward";
   const profiler::Range range(label);
@@ -76,33 +102,126 @@ void Block::hybridize(bool active, bool /*static_alloc*/, bool static_shape) {
 
 bool Block::is_hybridized() const { return core_->hybridized; }
 
+namespace {
+
+std::vector<nd::NDArray> data_of(const std::vector<Parameter>& params, Context ctx) {
+  std::vector<nd::NDArray> out;
+  out.reserve(params.size());
+  for (const Parameter& p : params) out.push_back(p.data(ctx));
+  return out;
+}
+
+// The arrays the backward executor reads, by its variables' names: the head's gradient is its
+// feed; the forward executor's input and kept values; the parameters.
+std::vector<nd::NDArray> backward_bound(const CachedGraph& c, const graph::Executor& forward,
+                                        const std::vector<std::string>& names, Context ctx) {
+  std::vector<nd::NDArray> out;
+  for (const std::string& name : names) {
+    if (name == "data") {
+      out.push_back(forward.variable("data"));
+      continue;
+    }
+    bool found = false;
+    for (const graph::Entry& e : c.gradient.forward_entries) {
+      if (graph::forward_name(e) == name) out.push_back(forward.value(e)), found = true;
+    }
+    for (std::size_t i = 0; !found && i < c.params.size(); ++i) {
+      if (c.param_names[i] == name) out.push_back(c.params[i].data(ctx)), found = true;
+    }
+    if (!found) throw Error("hybridize: the backward graph reads '" + name + "', which the forward does not give");
+  }
+  return out;
+}
+
+std::vector<std::string> backward_names(const graph::Graph& g) {
+  std::vector<std::string> names;
+  for (const std::string& name : g.variable_names()) {
+    if (name != "head_grad") names.push_back(name);
+  }
+  return names;
+}
+
+}  // namespace
+
 nd::NDArray Block::call_graph(const nd::NDArray& x) {
   nd::check_not_none(("block '" + name() + "'").c_str(), x);
-  const Signature signature{x.shape(), x.dtype(), x.context(), autograd::is_training()};
-  std::shared_ptr<const graph::Graph> g;
-  for (const auto& [sig, cached] : core_->graphs) {
-    if (sig == signature) g = cached;
+  const bool recording = autograd::is_recording();
+  const Signature signature{x.shape(), x.dtype(), x.context(), autograd::is_training(), recording,
+                            recording && x.autograd_node() != nullptr};
+  std::shared_ptr<CachedGraph> cached;
+  for (const auto& [sig, c] : core_->graphs) {
+    if (sig == signature) cached = c;
   }
-  const std::vector<std::pair<std::string, Parameter>> params = structural_params();
-  if (!g) {
-    if (core_->static_shape && !core_->graphs.empty()) {
-      const Signature& first = core_->graphs.front().first;
-      throw ValueError("block '" + name() + "' was hybridized with static_shape, for input " + first.shape.tuple_str() +
-                       " " + dtype_name(first.dtype) + " @" + first.ctx.str() + "; got " + nd::describe(x));
+  if (!cached) {
+    for (const auto& [sig, c] : core_->graphs) {
+      if (core_->static_shape && (sig.shape != x.shape() || sig.dtype != x.dtype() || sig.ctx != x.context())) {
+        throw ValueError("block '" + name() + "' was hybridized with static_shape, for input " + sig.shape.tuple_str() +
+                         " " + dtype_name(sig.dtype) + " @" + sig.ctx.str() + "; got " + nd::describe(x));
+      }
     }
-    g = std::make_shared<const graph::Graph>(trace_forward(x, params));
-    core_->graphs.emplace_back(signature, g);
+    cached = trace_forward(x, signature.recording, signature.input_grad);
+    core_->graphs.emplace_back(signature, cached);
   }
-  core_->last_graph = g;
-  std::map<std::string, nd::NDArray> variables{{"data", x}};
-  for (const auto& [key, param] : params) variables.emplace(param.name(), param.data(x.context()));
+  core_->last_graph = cached->graph;
+  const Context ctx = x.context();
   const profiler::Range range(profiler::is_running() ? name() + " graph" : std::string());
-  return graph::run(*g, variables).at(0);
+  const std::vector<nd::NDArray> bound = data_of(cached->params, ctx);
+  if (!recording) {
+    if (!cached->exec) {
+      cached->exec = std::make_unique<graph::Executor>(cached->graph, signature.training, std::vector<std::string>{"data"},
+                                                       std::vector{x}, cached->param_names, bound, graph::Executor::Options{});
+    }
+    return cached->exec->run({x}, bound).at(0);
+  }
+  // A pair no pending backward holds, else a new one.
+  std::shared_ptr<TrainingPair> pair;
+  for (const auto& p : cached->pairs) {
+    if (p.use_count() == 1) pair = p;
+  }
+  if (!pair) {
+    pair = std::make_shared<TrainingPair>();
+    graph::Executor::Options keep;
+    keep.keep = cached->gradient.forward_entries;
+    pair->forward = std::make_unique<graph::Executor>(cached->graph, signature.training, std::vector<std::string>{"data"},
+                                                      std::vector{x}, cached->param_names, bound, keep);
+    cached->pairs.push_back(pair);
+  }
+  nd::NDArray y = pair->forward->run({x}, bound).at(0);
+  if (!pair->backward) {
+    const std::vector<std::string> names = backward_names(*cached->gradient.graph);
+    pair->backward = std::make_unique<graph::Executor>(
+        cached->gradient.graph, signature.training, std::vector<std::string>{"head_grad"}, std::vector{y}, names,
+        backward_bound(*cached, *pair->forward, names, ctx), graph::Executor::Options{});
+  }
+  // The graph is one node of autograd's record: its backward replays the gradient graph.
+  std::vector<nd::NDArray> inputs;
+  for (const std::string& w : cached->wrt) {
+    if (w == "data") {
+      inputs.push_back(x);
+      continue;
+    }
+    for (std::size_t i = 0; i < cached->params.size(); ++i) {
+      if (cached->param_names[i] == w) inputs.push_back(bound[i]);
+    }
+  }
+  std::vector<const nd::NDArray*> input_ptrs;
+  for (const nd::NDArray& a : inputs) input_ptrs.push_back(&a);
+  autograd::record_op("_CachedOp", y, input_ptrs, [cached, pair, ctx](const nd::NDArray& grad) {
+    const std::vector<std::string> names = backward_names(*cached->gradient.graph);
+    const std::vector<nd::NDArray> grads =
+        pair->backward->run({grad}, backward_bound(*cached, *pair->forward, names, ctx));
+    std::vector<nd::NDArray> out;
+    for (int head : cached->gradient.head_of) out.push_back(head < 0 ? nd::NDArray() : grads.at(static_cast<std::size_t>(head)));
+    return out;
+  });
+  return y;
 }
 
 // The forward traced on x. The trace runs the ops for real: running statistics that they update
-// (grad_req "null" parameters) are put back afterwards, so that the replay that follows counts once.
-graph::Graph Block::trace_forward(const nd::NDArray& x, const std::vector<std::pair<std::string, Parameter>>& params) {
+// (grad_req "null" parameters) and the generator that Dropout draws from are put back afterwards,
+// so that the replay that follows counts once and draws what an eager call would.
+std::shared_ptr<CachedGraph> Block::trace_forward(const nd::NDArray& x, bool recording, bool input_grad) {
+  std::vector<std::pair<std::string, Parameter>> params = structural_params();
   // Deferred shapes are completed (and their parameters initialised) by an eager forward first, in
   // prediction so that no running statistic moves: initialisers are not part of the graph.
   const bool deferred = std::any_of(params.begin(), params.end(), [](const auto& p) { return !p.second.is_initialized(); });
@@ -110,25 +229,46 @@ graph::Graph Block::trace_forward(const nd::NDArray& x, const std::vector<std::p
     const autograd::Scope predicting(false, false);
     forward(x);
   }
+  Backend& backend = mx::backend(x.context());
+  const std::uint64_t random_position = backend.random_position(x.context());
   std::vector<std::pair<nd::NDArray, nd::NDArray>> saved;  // (parameter array, its values before)
   for (const auto& [key, param] : params) {
     if (param.grad_req() == "null" && param.is_initialized()) {
       for (const nd::NDArray& a : param.list_data()) saved.emplace_back(a, a.copy());
     }
   }
-  const auto name_of = [&](const nd::NDArray& a) -> std::optional<std::string> {
+  const auto name_of = [&](const nd::NDArray& a) -> std::optional<graph::Named> {
     for (const auto& [key, param] : params) {
       if (!param.is_initialized()) continue;
       for (const nd::NDArray& d : param.list_data()) {
-        if (d.is(a)) return param.name();
+        if (d.is(a)) return graph::Named{param.name(), d};
       }
     }
     return std::nullopt;
   };
-  graph::Graph g = graph::trace([&](const std::vector<nd::NDArray>& in) { return std::vector{forward(in[0])}; }, {x},
-                                {"data"}, name_of);
+  auto cached = std::make_shared<CachedGraph>();
+  cached->graph = std::make_shared<const graph::Graph>(graph::trace(
+      [&](const std::vector<nd::NDArray>& in) { return std::vector{forward(in[0])}; }, {x}, {"data"}, name_of));
+  std::map<std::string, nd::NDArray> variables{{"data", x}};
+  for (const std::string& variable : cached->graph->variable_names()) {
+    for (const auto& [key, param] : params) {
+      if (param.name() != variable) continue;
+      cached->params.push_back(param);
+      cached->param_names.push_back(variable);
+      variables.emplace(variable, param.data(x.context()));
+      break;
+    }
+  }
+  if (recording) {
+    if (input_grad) cached->wrt.push_back("data");
+    for (std::size_t i = 0; i < cached->params.size(); ++i) {
+      if (cached->params[i].grad_req() != "null") cached->wrt.push_back(cached->param_names[i]);
+    }
+    cached->gradient = graph::gradient(*cached->graph, variables, cached->wrt);
+  }
   for (auto& [array, before] : saved) before.copyto(array);
-  return g;
+  backend.set_random_position(x.context(), random_position);
+  return cached;
 }
 
 void Block::export_model(const std::string& path, int epoch) const {

@@ -34,6 +34,8 @@ struct Graph;
 
 namespace mx::gluon {
 
+struct CachedGraph;  // a traced signature's graph and executors (block.cpp)
+
 class Block {
  public:
   // kind names the block in parameter names: "dense" gives prefix "dense0_", "dense1_", ...
@@ -119,12 +121,15 @@ class Block {
  private:
   struct Core;
   nd::NDArray call_graph(const nd::NDArray& x);
-  graph::Graph trace_forward(const nd::NDArray& x, const std::vector<std::pair<std::string, Parameter>>& params);
+  std::shared_ptr<CachedGraph> trace_forward(const nd::NDArray& x, bool recording, bool input_grad);
   std::shared_ptr<Core> core_;
   void add_child(std::shared_ptr<Block> child, std::string name);
   // A block passed through a reference to its base class would be copied as the base, losing its
   // own forward: mx::ValueError naming both types.
   [[noreturn]] static void throw_sliced(const Block& block, const std::type_info& as);
 };
+
+// MXNet's HybridBlock: every Block can be hybridized, so the two names are one class.
+using HybridBlock = Block;
 
 }  // namespace mx::gluon

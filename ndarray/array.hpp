@@ -21,6 +21,9 @@ namespace mx::autograd {
 struct Node;
 struct NodeAccess;  // the library's access to set_autograd_node (ndarray/autograd_access.hpp)
 }
+namespace mx::nd::detail {
+struct BufferAccess;  // the graph executor's typed views of raw buffers (ndarray/buffer_access.hpp)
+}
 
 namespace mx::nd {
 
@@ -133,6 +136,7 @@ class NDArray {
 
  private:
   friend struct autograd::NodeAccess;
+  friend struct detail::BufferAccess;
   void set_autograd_node(std::shared_ptr<autograd::Node> node) { node_ = std::move(node); }
 
   // Copies the elements to host memory as dtype `as` (converting if needed).

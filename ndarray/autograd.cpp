@@ -114,45 +114,49 @@ void write_leaves(const std::vector<std::pair<nd::NDArray, nd::NDArray>>& writes
 
 }  // namespace
 
-void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
-  nd::detail::check_not_none("backward", head);
-  const auto root = head.autograd_node();
+namespace {
+
+// backward's and grad's checks of a head and its gradient, in the order the ops check their
+// operands: context, dtype, shape.
+std::shared_ptr<Node> checked_root(const char* what, const nd::NDArray& head, const nd::NDArray& head_grad) {
+  nd::detail::check_not_none(what, head);
+  const auto& root = head.autograd_node();
   if (!root) {
-    throw Error("backward: " + nd::detail::describe(head) +
+    throw Error(std::string(what) + ": " + nd::detail::describe(head) +
                 " was not computed inside autograd::record() from arrays with attach_grad()");
   }
-  if (!head_grad.is_none()) {
-    // In the order the ops check their operands: context, dtype, shape.
-    if (head_grad.context() != head.context()) {
-      throw ContextMismatch("backward: the head gradient " + nd::detail::describe(head_grad) +
-                            " is on another context than the array " + nd::detail::describe(head) +
-                            ". Move it first, e.g. head_grad.copyto(" + head.context().str() +
-                            ") or head_grad.as_in_context(" + head.context().str() + ")");
-    }
-    if (head_grad.dtype() != head.dtype()) {
-      throw DTypeError("backward: the head gradient " + nd::detail::describe(head_grad) +
-                       " has another dtype than the array " + nd::detail::describe(head) +
-                       ". Convert it first, e.g. head_grad.astype(mx::DType::" + dtype_name(head.dtype()) + ")");
-    }
-    if (head_grad.shape() != head.shape()) {
-      throw ShapeError("backward: the head gradient " + nd::detail::describe(head_grad) +
-                       " does not match the shape of the array " + nd::detail::describe(head));
-    }
+  if (head_grad.is_none()) return root;
+  if (head_grad.context() != head.context()) {
+    throw ContextMismatch(std::string(what) + ": the head gradient " + nd::detail::describe(head_grad) +
+                          " is on another context than the array " + nd::detail::describe(head) +
+                          ". Move it first, e.g. head_grad.copyto(" + head.context().str() +
+                          ") or head_grad.as_in_context(" + head.context().str() + ")");
   }
-  const profiler::Range range("autograd::backward");
-  auto scope = pause(is_training());
+  if (head_grad.dtype() != head.dtype()) {
+    throw DTypeError(std::string(what) + ": the head gradient " + nd::detail::describe(head_grad) +
+                     " has another dtype than the array " + nd::detail::describe(head) +
+                     ". Convert it first, e.g. head_grad.astype(mx::DType::" + dtype_name(head.dtype()) + ")");
+  }
+  if (head_grad.shape() != head.shape()) {
+    throw ShapeError(std::string(what) + ": the head gradient " + nd::detail::describe(head_grad) +
+                     " does not match the shape of the array " + nd::detail::describe(head));
+  }
+  return root;
+}
+
+// Runs the gradients from root back to the leaves; each leaf's total gradient goes to on_leaf.
+template <class OnLeaf>
+void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const nd::NDArray& head_grad,
+               const OnLeaf& on_leaf) {
   std::unordered_map<Node*, nd::NDArray> grads;
   grads[root.get()] = head_grad.is_none() ? nd::ones_like(head) : head_grad;
-  std::vector<std::pair<nd::NDArray, nd::NDArray>> leaf_writes;  // (gradient, the leaf's buffer)
   for (Node* node : consumers_first(root.get())) {
     const auto it = grads.find(node);
     if (it == grads.end()) continue;
     const nd::NDArray grad = it->second;
     grads.erase(it);
     if (node->leaf) {
-      nd::NDArray target = node->grad;
-      if (node->accumulate) target += grad;
-      else leaf_writes.emplace_back(grad, target);
+      on_leaf(*node, grad);
       continue;
     }
     const std::string label = profiler::is_running() ? std::string("gradient of ") + node->op : std::string();
@@ -166,7 +170,42 @@ void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
       if (!inserted) slot->second = slot->second + input_grads[i];
     }
   }
+}
+
+}  // namespace
+
+void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
+  const std::shared_ptr<Node> root = checked_root("backward", head, head_grad);
+  const profiler::Range range("autograd::backward");
+  auto scope = pause(is_training());
+  std::vector<std::pair<nd::NDArray, nd::NDArray>> leaf_writes;  // (gradient, the leaf's buffer)
+  propagate(root, head, head_grad, [&](Node& leaf, const nd::NDArray& grad) {
+    nd::NDArray target = leaf.grad;
+    if (leaf.accumulate) target += grad;
+    else leaf_writes.emplace_back(grad, target);
+  });
   write_leaves(leaf_writes);
+}
+
+std::vector<nd::NDArray> grad(const nd::NDArray& head, const std::vector<nd::NDArray>& variables,
+                              const nd::NDArray& head_grad) {
+  const std::shared_ptr<Node> root = checked_root("autograd::grad", head, head_grad);
+  std::vector<nd::NDArray> out(variables.size());
+  std::vector<Node*> nodes;
+  for (const nd::NDArray& v : variables) {
+    Node* node = v.autograd_node().get();
+    if (!node || !node->leaf) {
+      throw ValueError("autograd::grad: " + nd::detail::describe(v) + " is not a variable (attach_grad or mark_variable)");
+    }
+    nodes.push_back(node);
+  }
+  auto scope = pause(is_training());
+  propagate(root, head, head_grad, [&](Node& leaf, const nd::NDArray& g) {
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i] == &leaf) out[i] = g;
+    }
+  });
+  return out;
 }
 
 }  // namespace mx::autograd

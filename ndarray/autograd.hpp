@@ -68,6 +68,12 @@ void mark_variable(nd::NDArray& x, const nd::NDArray& grad, const std::string& g
 // is written.
 void backward(const nd::NDArray& head, const nd::NDArray& head_grad = nd::NDArray());
 
+// The gradients of `head` (default head gradient: ones) with respect to `variables` (arrays marked
+// by attach_grad or mark_variable), returned instead of written into their buffers, as
+// mx.autograd.grad; a none array for a variable head does not depend on. Nothing is recorded.
+std::vector<nd::NDArray> grad(const nd::NDArray& head, const std::vector<nd::NDArray>& variables,
+                              const nd::NDArray& head_grad = nd::NDArray());
+
 // For op front ends: when recording and some input needs a gradient, attaches to `out` a node
 // whose backward maps out's gradient to one gradient per input (an empty NDArray for none).
 using BackwardFn = std::function<std::vector<nd::NDArray>(const nd::NDArray& grad)>;

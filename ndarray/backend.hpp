@@ -7,6 +7,8 @@
 // arrays are contiguous except where an index says how to step through one (gather, scatter). Work may be queued asynchronously; synchronize() waits for it.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "context/context.hpp"
@@ -27,6 +29,15 @@ struct CopyItem {
   void* dst;
   const void* src;
   std::size_t bytes;
+};
+
+// Device work recorded once and launched again as a whole (a CUDA graph): what a hybridized
+// block replays. The copies before and after the work are part of it, and their pointers may
+// change from one launch to the next (a new input, a new output array); their sizes may not.
+class CapturedWork {
+ public:
+  virtual ~CapturedWork() = default;
+  virtual void launch(const std::vector<CopyItem>& before, const std::vector<CopyItem>& after) = 0;
 };
 
 class Backend {
@@ -63,9 +74,23 @@ class Backend {
   virtual void scatter(Context ctx, DType dt, const GatherIndex& index, const void* in, void* out) = 0;
   // Values drawn from ctx's generator since the last seed.
   virtual std::uint64_t random_position(Context ctx) = 0;
+  // Moves ctx's generator to a position random_position gave since the same seed: the next draws
+  // repeat those made from there (a trace that ran an op for real puts the generator back).
+  virtual void set_random_position(Context ctx, std::uint64_t position) = 0;
 
   // Waits for queued work on ctx; reports a failed kernel as mx::DeviceError.
   virtual void synchronize(Context ctx) = 0;
+
+  // Records the device work that `work` queues on ctx, between the copies `before` and `after`,
+  // without running it. Memory that ctx's allocator hands out during the recording stays the
+  // recording's (the launches reuse those addresses) until it is destroyed. nullptr where ctx
+  // cannot record (the CPU), or when the work did something a recording cannot hold (a host
+  // synchronisation): the work has then not run, and nothing else changed.
+  virtual std::unique_ptr<CapturedWork> capture(Context /*ctx*/, const std::function<void()>& /*work*/,
+                                                const std::vector<CopyItem>& /*before*/,
+                                                const std::vector<CopyItem>& /*after*/) {
+    return nullptr;
+  }
 };
 
 // The backend for ctx, after check_context(ctx).

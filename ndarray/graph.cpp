@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "ndarray/autograd.hpp"
 #include "ndarray/creation.hpp"
 #include "ndarray/describe.hpp"
+#include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/reshape_kernels.hpp"
 #include "ndarray/ops/trace.hpp"
 
@@ -30,9 +32,10 @@ class Tracer final : public op::TraceSink {
  public:
   Tracer(Graph& g, const NameOf& name_of) : g_(g), name_of_(name_of) {}
 
-  Entry add_variable(const std::string& name, const NDArray& x) {
+  Entry add_variable(const std::string& name, const NDArray& x, std::optional<Shape> shape_hint = std::nullopt) {
     Node node;
     node.name = name;
+    node.shape_hint = std::move(shape_hint);
     g_.nodes.push_back(std::move(node));
     const Entry e{static_cast<std::uint32_t>(g_.nodes.size() - 1), 0};
     set(x, e);
@@ -74,7 +77,10 @@ class Tracer final : public op::TraceSink {
       if (array.is(x)) return entry;
     }
     if (name_of_) {
-      if (const std::optional<std::string> name = name_of_(x)) return add_variable(*name, x);
+      if (const std::optional<Named> named = name_of_(x)) {
+        const Entry e = add_variable(named->name, named->array, named->array.shape());
+        return named->array.is(x) ? e : reshape(named->array, e, x);
+      }
     }
     // A reshape is a view and runs no op: one of a traced array becomes a Reshape node.
     for (const auto& [array, entry] : seen_) {
@@ -209,12 +215,19 @@ std::string to_json(const Graph& g) {
   Json nodes = Json::array(), row_ptr = Json::array({0}), heads = Json::array();
   std::uint32_t rows = 0;
   for (const Node& node : g.nodes) {
-    Json j = {{"op", node.is_variable() ? "null" : node.op->name}, {"name", node.name}};
-    if (!node.is_variable() && node.op->attrs) {
-      Json attrs = Json::object();
-      for (const auto& [key, value] : node.op->attrs(node.params)) attrs[key] = value;
-      if (!attrs.empty()) j["attrs"] = attrs;
+    Json j = Json::object();
+    Json attrs = Json::object();
+    if (node.is_variable()) {
+      j["op"] = "null";
+      if (node.shape_hint) attrs["__shape__"] = node.shape_hint->tuple_str();  // MXNet's "(2, 3)"
+    } else {
+      // MXNet's name, without the attributes that name stands for (Note [MXNet's op names] in op.cpp).
+      op::AttrPairs pairs = node.op->attrs ? node.op->attrs(node.params) : op::AttrPairs{};
+      j["op"] = op::mxnet_name(*node.op, pairs);
+      for (const auto& [key, value] : pairs) attrs[key] = value;
     }
+    j["name"] = node.name;
+    if (!attrs.empty()) j["attrs"] = attrs;
     Json inputs = Json::array();
     for (const Entry& e : node.inputs) inputs.push_back({e.node, e.index, 0});
     j["inputs"] = inputs;
@@ -233,19 +246,59 @@ std::string to_json(const Graph& g) {
 
 namespace {
 
-// The attributes of a JSON node: "attrs" (MXNet 1.x), else the older "param" and "attr"; keys of
-// the form __name__ (shapes, dtypes, ctx groups that MXNet adds) are hints, not op attributes.
-std::vector<std::pair<std::string, std::string>> node_attrs(const Json& node) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const char* key : {"attrs", "param", "attr"}) {
-    if (!node.contains(key) || !node[key].is_object()) continue;
+// NNVM's hidden keys, of the form __name__: hints that MXNet adds ("__shape__", "__dtype__",
+// "__lr_mult__", "__profiler_scope__", ...), not op attributes.
+bool is_hidden(const std::string& key) {
+  return key.size() > 4 && key.starts_with("__") && key.ends_with("__");
+}
+
+// The attributes of a JSON node, the op's and the hidden ones apart: "attrs" (MXNet 1.x), else
+// the older "param" (the op's) and "attr" (the hints).
+struct NodeAttrs {
+  op::AttrPairs op, hidden;
+};
+
+NodeAttrs node_attrs(const Json& node) {
+  NodeAttrs out;
+  const auto read = [&](const char* key) {
+    if (!node.contains(key) || !node[key].is_object()) return;
     for (const auto& [name, value] : node[key].items()) {
-      if (name.size() > 4 && name.rfind("__", 0) == 0 && name.substr(name.size() - 2) == "__") continue;
-      out.emplace_back(name, value.is_string() ? value.get<std::string>() : value.dump());
+      (is_hidden(name) ? out.hidden : out.op).emplace_back(name, value.is_string() ? value.get<std::string>() : value.dump());
     }
-    break;
+  };
+  if (node.contains("attrs")) {
+    read("attrs");
+  } else {
+    read("param");
+    read("attr");
   }
   return out;
+}
+
+// A variable's "__shape__" in MXNet's spelling ("(2, 3)", "[2, 3]"): extents 0 (or -1, MXNet's
+// unknown under NumPy shape semantics) are not known; "()" or "None" (no rank known) gives no hint.
+std::optional<Shape> parse_shape_hint(const std::string& text, const std::string& where) {
+  const std::optional<std::vector<std::int64_t>> dims = op::parse_tuple(text);
+  if (!dims) throw ValueError(where + ": \"__shape__\": \"" + text + "\" is not a shape tuple such as \"(2, 3)\"");
+  if (dims->empty()) return std::nullopt;
+  std::vector<std::int64_t> extents;
+  for (const std::int64_t d : *dims) {
+    if (d < -1) throw ValueError(where + ": \"__shape__\": \"" + text + "\" has a negative extent");
+    extents.push_back(d < 0 ? 0 : d);
+  }
+  return Shape(extents);
+}
+
+// A variable's "__dtype__": one of MXNet's type flags (mshadow's: -1 not known, 0 float32,
+// 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8, 6 int64, 7 bool, 8 to 11 int16, uint16, uint32,
+// uint64, 12 bfloat16). Only checked: the parameter file gives each array its dtype, and refuses
+// those ndgluon lacks.
+void check_dtype_hint(const std::string& text, const std::string& where) {
+  const std::optional<std::int64_t> flag = op::parse_int(text);
+  if (!flag || *flag < -1 || *flag > 12) {
+    throw ValueError(where + ": \"__dtype__\": \"" + text +
+                     "\" is not one of MXNet's dtype flags (0 float32, 1 float64, 3 uint8, 4 int32, 6 int64, ...)");
+  }
 }
 
 }  // namespace
@@ -279,27 +332,34 @@ Graph from_json(const std::string& text, const std::string& source) {
     node.name = j["name"].get<std::string>();
     const std::string op = j["op"].get<std::string>();
     const std::string where = "node " + std::to_string(n) + " ('" + node.name + "')";
-    if (op != "null") {
-      node.op = op::find_op(op);
-      if (!node.op) throw ValueError(source + ": " + where + ": ndgluon has no op '" + op + "'");
-      const auto attrs = node_attrs(j);
-      if (node.op->parse_attrs) {
-        try {
-          node.params = node.op->parse_attrs(attrs);
-        } catch (const ValueError& e) {
-          throw ValueError(source + ": " + where + ": " + e.what());
-        }
-      } else if (!attrs.empty()) {
-        throw ValueError(source + ": " + where + ": op '" + op + "' takes no attributes, got " + attrs.front().first);
+    NodeAttrs attrs = node_attrs(j);
+    if (op == "null") {
+      for (const auto& [key, value] : attrs.hidden) {
+        if (key == "__shape__") node.shape_hint = parse_shape_hint(value, source + ": " + where);
+        else if (key == "__dtype__") check_dtype_hint(value, source + ": " + where);
       }
-      if (j.contains("inputs")) {
-        for (const Json& e : j["inputs"]) {
-          node.inputs.push_back(entry(e, n, where));
-          node.input_slots.push_back(static_cast<std::uint32_t>(node.input_slots.size()));
-        }
-      }
-      node.num_inputs = std::max(static_cast<std::uint32_t>(node.inputs.size()), node.op->arity);
+      g.nodes.push_back(std::move(node));
+      continue;
     }
+    // MXNet's name or ndgluon's; a name that stands for attributes (_rminus_scalar) adds them.
+    node.op = op::find_op(op, attrs.op);
+    if (!node.op) throw ValueError(source + ": " + where + ": ndgluon has no op '" + op + "'");
+    if (node.op->parse_attrs) {
+      try {
+        node.params = node.op->parse_attrs(attrs.op);
+      } catch (const ValueError& e) {
+        throw ValueError(source + ": " + where + ": " + e.what());
+      }
+    } else if (!attrs.op.empty()) {
+      throw ValueError(source + ": " + where + ": op '" + op + "' takes no attributes, got " + attrs.op.front().first);
+    }
+    if (j.contains("inputs")) {
+      for (const Json& e : j["inputs"]) {
+        node.inputs.push_back(entry(e, n, where));
+        node.input_slots.push_back(static_cast<std::uint32_t>(node.input_slots.size()));
+      }
+    }
+    node.num_inputs = std::max(static_cast<std::uint32_t>(node.inputs.size()), node.op->arity);
     g.nodes.push_back(std::move(node));
   }
   for (const Json& e : doc["heads"]) g.heads.push_back(entry(e, g.nodes.size(), "heads"));
@@ -310,6 +370,68 @@ Graph from_json(const std::string& text, const std::string& source) {
   for (const Node& node : g.nodes) std::for_each(node.inputs.begin(), node.inputs.end(), use);
   std::for_each(g.heads.begin(), g.heads.end(), use);
   return g;
+}
+
+namespace {
+
+// The loss heads whose label input only their gradient reads: op name and the label's input slot.
+struct LossHead {
+  const char* op;
+  std::uint32_t label_slot;
+};
+constexpr LossHead kLossHeads[] = {{"SoftmaxOutput", 1}};
+
+const LossHead* loss_head(const Node& node) {
+  if (node.is_variable()) return nullptr;
+  for (const LossHead& head : kLossHeads) {
+    if (std::string_view(node.op->name) == head.op) return &head;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<std::string> drop_labels(Graph& g, const std::vector<std::string>& keep) {
+  // How many entries read each node (the heads included).
+  std::vector<std::uint32_t> readers(g.nodes.size(), 0);
+  for (const Node& node : g.nodes) {
+    for (const Entry& e : node.inputs) ++readers[e.node];
+  }
+  for (const Entry& e : g.heads) ++readers[e.node];
+  std::vector<bool> dropped_node(g.nodes.size(), false);
+  std::vector<std::string> dropped;
+  for (Node& node : g.nodes) {
+    const LossHead* head = loss_head(node);
+    if (!head) continue;
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.input_slots[i] != head->label_slot) continue;
+      const std::uint32_t id = node.inputs[i].node;
+      const Node& label = g.nodes[id];
+      if (!label.is_variable() || readers[id] != 1 || std::find(keep.begin(), keep.end(), label.name) != keep.end()) {
+        break;
+      }
+      dropped_node[id] = true;
+      dropped.push_back(label.name);
+      node.inputs.erase(node.inputs.begin() + static_cast<std::ptrdiff_t>(i));  // a none input from now on
+      node.input_slots.erase(node.input_slots.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+  }
+  if (dropped.empty()) return dropped;
+  // The nodes left, renumbered in the same order.
+  std::vector<std::uint32_t> new_id(g.nodes.size(), 0);
+  std::vector<Node> kept;
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) {
+    if (dropped_node[n]) continue;
+    new_id[n] = static_cast<std::uint32_t>(kept.size());
+    kept.push_back(std::move(g.nodes[n]));
+  }
+  for (Node& node : kept) {
+    for (Entry& e : node.inputs) e.node = new_id[e.node];
+  }
+  for (Entry& e : g.heads) e.node = new_id[e.node];
+  g.nodes = std::move(kept);
+  return dropped;
 }
 
 }  // namespace mx::graph

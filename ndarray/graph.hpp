@@ -35,6 +35,9 @@ struct Node {
   std::vector<std::uint32_t> input_slots;  // each input's position among the op's inputs
   std::uint32_t num_inputs = 0;   // the op's input count, absent ones included
   std::uint32_t num_outputs = 1;
+  // A variable's shape as MXNet's "__shape__" hint gives it (an extent 0: not known); a traced
+  // parameter's own shape. None for the inputs, whose batch extent varies.
+  std::optional<Shape> shape_hint;
   bool is_variable() const { return op == nullptr; }
 };
 
@@ -47,8 +50,13 @@ struct Graph {
   std::vector<std::string> variable_names() const;
 };
 
-// The name of an array the traced function reads from outside (a parameter), or nullopt.
-using NameOf = std::function<std::optional<std::string>(const nd::NDArray&)>;
+// An array the traced function reads from outside (a parameter), by name: the array itself, or
+// the named array it is a contiguous view of (a reshape, recorded as a Reshape or Flatten node).
+struct Named {
+  std::string name;
+  nd::NDArray array;
+};
+using NameOf = std::function<std::optional<Named>(const nd::NDArray&)>;
 
 // Runs fn on inputs with every op it calls recorded, and returns the graph with fn's results as
 // heads (fn's own results are also returned through `outputs`). The inputs become variables named
@@ -62,17 +70,28 @@ Graph trace(const std::function<std::vector<nd::NDArray>(const std::vector<nd::N
 
 // The heads' values for the given variables (every variable of g by name; mx::ValueError naming a
 // missing one), each op run through op::invoke on the variables' context: recorded by autograd
-// inside autograd::record().
+// inside autograd::record(). An op's mx::ShapeError or mx::DTypeError comes back as the same type
+// naming the node, its op and the variables it reads with their shapes (a parameter that does not
+// fit the model).
 // `values`, when given, receives every node's outputs (a variable's: its array).
 std::vector<nd::NDArray> run(const Graph& g, const std::map<std::string, nd::NDArray>& variables,
                              std::vector<std::vector<nd::NDArray>>* values = nullptr);
 
 // MXNet's symbol JSON (NNVM's graph JSON): nodes with op ("null" for a variable), name, attrs and
-// inputs ([node, index, version]), arg_nodes, node_row_ptr, heads, and attrs.mxnet_version.
+// inputs ([node, index, version]), arg_nodes, node_row_ptr, heads, and attrs.mxnet_version. Ops
+// are written under MXNet 1.x's names (op::mxnet_name: broadcast_add, _rminus_scalar, ...) and
+// variables with a shape hint get "__shape__", so that MXNet reads the file.
 std::string to_json(const Graph& g);
-// Reads JSON written by to_json or by MXNet 1.x (attrs or the older param/attr keys, hidden keys
-// "__shape__" and the like ignored). mx::FileError naming `source` for malformed JSON or
-// structure; mx::ValueError naming the node for an op ndgluon lacks or attributes it cannot read.
+// Reads JSON written by to_json or by MXNet 1.x (attrs or the older param/attr keys; op names
+// ndgluon's or MXNet's, op::find_op; a variable's "__shape__" kept as its shape_hint, the other
+// hidden keys ignored). mx::FileError naming `source` for malformed JSON or structure;
+// mx::ValueError naming the node for an op ndgluon lacks or attributes it cannot read.
 Graph from_json(const std::string& json, const std::string& source = "symbol JSON");
+
+// Leaves out the label inputs of loss heads (SoftmaxOutput's, which only its gradient reads)
+// where the label is a variable that no other node reads and `keep` does not name, and those
+// variables: a model exported with its training head runs with its data alone. The heads then
+// get a none label (SoftmaxOutput's gradient is then its softmax's). Returns the names dropped.
+std::vector<std::string> drop_labels(Graph& g, const std::vector<std::string>& keep);
 
 }  // namespace mx::graph

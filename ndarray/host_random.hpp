@@ -15,5 +15,6 @@ void host_random_uniform(DType dt, void* out, std::int64_t n, std::int64_t offse
 void host_random_normal(DType dt, void* out, std::int64_t n, double loc, double scale, std::int64_t offset);
 // Values drawn on cpu(0) since the last seed.
 std::uint64_t host_random_position();
+void host_random_set_position(std::uint64_t position);
 
 }  // namespace mx::detail

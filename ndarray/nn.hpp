@@ -1,5 +1,6 @@
 #pragma once
-// Neural-network ops, as MXNet's mx.nd.FullyConnected, Convolution, Pooling, BatchNorm and Dropout.
+// Neural-network ops, as MXNet's mx.nd.FullyConnected, Convolution, Pooling, BatchNorm, Dropout,
+// LeakyReLU and BlockGrad.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,6 +36,20 @@ NDArray FullyConnected(const NDArray& x, const NDArray& weight, const NDArray& b
 // reuses; otherwise x itself. p in [0, 1) and mode "training" | "always", else mx::ValueError;
 // integer dtypes mx::DTypeError.
 NDArray Dropout(const NDArray& x, double p = 0.5, const std::string& mode = "training");
+
+// The activations of mx.nd.LeakyReLU, elementwise, recorded for autograd (_backward_LeakyReLU):
+//   "leaky"  x > 0 ? x : slope * x
+//   "elu"    x > 0 ? x : slope * (exp(x) - 1)
+//   "selu"   lambda * (x > 0 ? x : alpha * (exp(x) - 1)), MXNet's constants (slope unused)
+//   "gelu"   x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), the exact GELU (slope unused)
+// MXNet's "prelu" (a learned slope input) and "rrelu" (random slopes) are not supported: they and
+// any other act_type throw mx::ValueError naming LeakyReLU; integer dtypes mx::DTypeError.
+NDArray LeakyReLU(const NDArray& x, const std::string& act_type = "leaky", double slope = 0.25);
+
+// x's values in a new array, through which no gradient flows: recorded for autograd with a zero
+// gradient, as mx.nd.BlockGrad. stop_gradient is its other name, as in MXNet.
+NDArray BlockGrad(const NDArray& x);
+NDArray stop_gradient(const NDArray& x);
 
 // Convolution's attributes, in MXNet's order, for designated initialisers:
 //   nd::Convolution(x, w, b, {.kernel = {3, 3}, .pad = {1, 1}, .num_filter = 64})

@@ -75,4 +75,9 @@ std::uint64_t host_random_position() {
   return position;
 }
 
+void host_random_set_position(std::uint64_t to) {
+  std::lock_guard lock(mutex);
+  prepare(static_cast<std::int64_t>(to), 0);
+}
+
 }  // namespace mx::detail

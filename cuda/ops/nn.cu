@@ -29,7 +29,39 @@ __global__ void dropout_elements(T* out, T* mask, const T* in, const T* draws, s
   }
 }
 
+// out[i] = f(g[i], x[i], y[i])
+template <class T, class F>
+__global__ void map3_elements(T* out, const T* g, const T* x, const T* y, std::int64_t n, F f) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) out[i] = f(g[i], x[i], y[i]);
+}
+
 }  // namespace
+
+// LeakyReLU: one elementwise pass with the shared element function (nn_kernels.hpp).
+void leaky_relu(const ExecContext& ec, const Invocation& inv) {
+  const auto& p = inv.params.as<LeakyReLUParams>();
+  const nd::NDArray &x = inv.inputs[0], &y = inv.outputs[0];
+  dispatch_floating(x.dtype(), inv.op->name, [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(x.data());
+    T* out = static_cast<T*>(y.data());
+    const bool packed = cuda::aligned16(in) && cuda::aligned16(out);
+    cuda::launch(ec, inv.op->name, x.size(), &cuda::map_elements<T, LeakyReLUForward<T>>, out, in, x.size(), packed,
+                 LeakyReLUForward<T>{p.act, static_cast<T>(p.slope)});
+  });
+}
+
+// _backward_LeakyReLU: inputs (g, x, y), output dx.
+void leaky_relu_backward(const ExecContext& ec, const Invocation& inv) {
+  const auto& p = inv.params.as<LeakyReLUParams>();
+  const nd::NDArray& dx = inv.outputs[0];
+  dispatch_floating(dx.dtype(), inv.op->name, [&](auto tag) {
+    using T = decltype(tag);
+    cuda::launch(ec, inv.op->name, dx.size(), &map3_elements<T, LeakyReLUBackward<T>>, static_cast<T*>(dx.data()),
+                 static_cast<const T*>(inv.inputs[0].data()), static_cast<const T*>(inv.inputs[1].data()),
+                 static_cast<const T*>(inv.inputs[2].data()), dx.size(), LeakyReLUBackward<T>{p.act, static_cast<T>(p.slope)});
+  });
+}
 
 // cuRAND's uniform draws (a multiple of 4, into scratch memory), then one pass for mask and result.
 void dropout(const ExecContext& ec, const Invocation& inv) {

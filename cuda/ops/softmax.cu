@@ -1,5 +1,5 @@
-// GPU launches of softmax / log_softmax and of their backward ops (ndarray/ops/softmax.cpp has the
-// ops and the CPU loops). Lines along the last axis (inner == 1) take one warp each, reading the
+// GPU launches of softmax / log_softmax, of their backward ops and of _backward_SoftmaxOutput
+// (ndarray/ops/softmax.cpp has the ops and the CPU loops; SoftmaxOutput's forward is softmax's). Lines along the last axis (inner == 1) take one warp each, reading the
 // line three times (backward: twice) from L1/L2; other axes take one thread per (outer, inner)
 // line, whose reads are coalesced across neighbouring threads.
 #include <cmath>
@@ -86,7 +86,63 @@ __global__ void softmax_backward_lines(const T* g, const T* y, T* dx, ReduceShap
   }
 }
 
+// The labels that are not ignore_label, counted by one block: SoftmaxOutput's "valid" normaliser.
+template <class T>
+__global__ void count_valid_labels(const T* label, std::int64_t rows, std::int64_t ignore, std::int64_t* count) {
+  __shared__ std::int64_t partial[cuda::kThreads];
+  std::int64_t c = 0;
+  for (std::int64_t r = threadIdx.x; r < rows; r += blockDim.x) c += label_class(label[r]) != ignore;
+  partial[threadIdx.x] = c;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *count = partial[0];
+}
+
+// d data = (y - one_hot(label)) * scale, scale = grad_scale / max(*count, 1) when count is given.
+template <class T>
+__global__ void softmax_output_grad_elements(T* dx, const T* y, const T* label, std::int64_t rows, std::int64_t classes,
+                                             bool use_ignore, std::int64_t ignore, double grad_scale,
+                                             const std::int64_t* count) {
+  const T scale = static_cast<T>(count ? grad_scale / static_cast<double>(*count > 0 ? *count : 1) : grad_scale);
+  const std::int64_t n = rows * classes;
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
+    const std::int64_t cls = label_class(label[i / classes]);
+    dx[i] = softmax_output_grad_element(y[i], i % classes, cls, use_ignore && cls == ignore, scale);
+  }
+}
+
 }  // namespace
+
+// _backward_SoftmaxOutput: inputs (output, label), output d data. The "valid" count stays on the
+// device (one block, into scratch memory), so that nothing waits for the host.
+void softmax_output_backward(const ExecContext& ec, const Invocation& inv) {
+  const auto& p = inv.params.as<SoftmaxOutputParams>();
+  const nd::NDArray &y = inv.inputs[0], &label = inv.inputs[1], &dx = inv.outputs[0];
+  const std::int64_t rows = label.size();
+  if (dx.size() == 0) return;
+  const std::int64_t classes = y.size() / rows, ignore = label_class(p.ignore_label);
+  dispatch_floating(y.dtype(), inv.op->name, [&](auto tag) {
+    using T = decltype(tag);
+    const T* labels = static_cast<const T*>(label.data());
+    double grad_scale = p.grad_scale;
+    if (p.normalization == SoftmaxNormalization::batch) grad_scale /= static_cast<double>(rows);
+    if (p.normalization != SoftmaxNormalization::valid) {
+      cuda::launch(ec, inv.op->name, dx.size(), &softmax_output_grad_elements<T>, static_cast<T*>(dx.data()),
+                   static_cast<const T*>(y.data()), labels, rows, classes, p.use_ignore, ignore, grad_scale,
+                   static_cast<const std::int64_t*>(nullptr));
+      return;
+    }
+    const Workspace count(ec, sizeof(std::int64_t));
+    cuda::launch(cuda::stream_of(ec), inv.op->name, dim3(1), &count_valid_labels<T>, labels, rows, ignore,
+                 count.as<std::int64_t>());
+    cuda::launch(ec, inv.op->name, dx.size(), &softmax_output_grad_elements<T>, static_cast<T*>(dx.data()),
+                 static_cast<const T*>(y.data()), labels, rows, classes, p.use_ignore, ignore, grad_scale,
+                 static_cast<const std::int64_t*>(count.as<std::int64_t>()));
+  });
+}
 
 void softmax(const ExecContext& ec, const Invocation& inv) {
   const auto& p = inv.params.as<SoftmaxParams>();

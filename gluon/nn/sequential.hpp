@@ -31,4 +31,7 @@ class Sequential : public Block {
   nd::NDArray forward(const nd::NDArray& x) override;
 };
 
+// MXNet's HybridSequential: a Sequential, which hybridize() traces as a whole.
+using HybridSequential = Sequential;
+
 }  // namespace mx::gluon::nn

@@ -80,6 +80,7 @@ class CpuBackend final : public Backend {
     cpu_kernels::scatter(dt, index, in, out);
   }
   std::uint64_t random_position(Context) override { return detail::host_random_position(); }
+  void set_random_position(Context, std::uint64_t position) override { detail::host_random_set_position(position); }
 
   void synchronize(Context) override {}
 

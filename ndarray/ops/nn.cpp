@@ -1,14 +1,17 @@
 // The nn family: FullyConnected (the matrix product and its fused bias + activation epilogue as
-// one registered op) and Dropout. Here: the front ends, inference, gradients, attributes and the
-// CPU loops; the CUDA launches are in cuda/ops/nn.cu.
+// one registered op), Dropout, LeakyReLU (with _backward_LeakyReLU) and BlockGrad. Here: the
+// front ends, inference, gradients, attributes and the CPU loops; the CUDA launches are in
+// cuda/ops/nn.cu.
 #include "ndarray/nn.hpp"
 
 #include "ndarray/autograd.hpp"
 #include "ndarray/checks.hpp"
+#include "ndarray/creation.hpp"
 #include "ndarray/elementwise.hpp"
 #include "ndarray/host_random.hpp"
 #include "ndarray/linalg.hpp"
 #include "ndarray/ops/attrs.hpp"
+#include "ndarray/ops/creation_kernels.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
 #include "ndarray/ops/nn_kernels.hpp"
@@ -198,13 +201,135 @@ bool dropout_mode(Params& params, bool training) { return training || params.as<
 
 const OpDef& dropout_op() {
   static const OpDef def{"Dropout", &dropout_infer, &dropout_cpu, NDG_GPU_KERNEL(gpu::dropout), &dropout_gradient,
-                         &dropout_attrs, &dropout_parse, false, &dropout_mode};
+                         &dropout_attrs, &dropout_parse, false, &dropout_mode, 0, true};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+
+// --- LeakyReLU -------------------------------------------------------------------------------------
+
+const LeakyReLUParams& leaky_params(const Invocation& inv) { return inv.params.as<LeakyReLUParams>(); }
+
+void leaky_relu_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const NDArray& x = inv.inputs[0];
+  nd::check_floating("LeakyReLU", x);
+  out = {{x.shape(), x.dtype()}};
+}
+
+void leaky_relu_cpu(const ExecContext&, const Invocation& inv) {
+  const NDArray &x = inv.inputs[0], &y = inv.outputs[0];
+  dispatch_floating(x.dtype(), "LeakyReLU", [&](auto tag) {
+    using T = decltype(tag);
+    const LeakyReLUForward<T> f{leaky_params(inv).act, static_cast<T>(leaky_params(inv).slope)};
+    const T* in = static_cast<const T*>(x.data());
+    T* out = static_cast<T*>(y.data());
+    parallel_for_simd(x.size(), [&](std::int64_t i) { out[i] = f(in[i]); });
+  });
+}
+
+// _backward_LeakyReLU: inputs (g, x, y), output dx of x's shape and dtype.
+void leaky_relu_backward_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const NDArray &g = inv.inputs[0], &x = inv.inputs[1], &y = inv.inputs[2];
+  nd::check_floating("_backward_LeakyReLU", x);
+  nd::check_same_dtype("_backward_LeakyReLU", g, x);
+  nd::check_same_dtype("_backward_LeakyReLU", y, x);
+  if (g.shape() != x.shape() || y.shape() != x.shape()) {
+    throw ShapeError("_backward_LeakyReLU: output gradient " + nd::describe(g) + ", data " + nd::describe(x) +
+                     " and output " + nd::describe(y) + " must have one shape");
+  }
+  out = {{x.shape(), x.dtype()}};
+}
+
+void leaky_relu_backward_cpu(const ExecContext&, const Invocation& inv) {
+  const NDArray& dx = inv.outputs[0];
+  dispatch_floating(dx.dtype(), "_backward_LeakyReLU", [&](auto tag) {
+    using T = decltype(tag);
+    const LeakyReLUBackward<T> f{leaky_params(inv).act, static_cast<T>(leaky_params(inv).slope)};
+    const T* g = static_cast<const T*>(inv.inputs[0].data());
+    const T* x = static_cast<const T*>(inv.inputs[1].data());
+    const T* y = static_cast<const T*>(inv.inputs[2].data());
+    T* out = static_cast<T*>(dx.data());
+    parallel_for_simd(dx.size(), [&](std::int64_t i) { out[i] = f(g[i], x[i], y[i]); });
+  });
+}
+
+const char* leaky_act_name(LeakyAct act) {
+  switch (act) {
+    case LeakyAct::leaky: return "leaky";
+    case LeakyAct::elu: return "elu";
+    case LeakyAct::selu: return "selu";
+    case LeakyAct::gelu: return "gelu";
+  }
+  return "leaky";
+}
+
+// mx::ValueError naming LeakyReLU for an act_type that ndgluon does not compute.
+LeakyReLUParams leaky_relu_params(const std::string& act_type, double slope) {
+  for (const LeakyAct act : {LeakyAct::leaky, LeakyAct::elu, LeakyAct::selu, LeakyAct::gelu}) {
+    if (act_type == leaky_act_name(act)) return {act, slope};
+  }
+  const char* why = act_type == "prelu"   ? "is not supported (a learned slope input, gamma)"
+                    : act_type == "rrelu" ? "is not supported (random slopes)"
+                                          : "is unknown";
+  throw ValueError("LeakyReLU: act_type \"" + act_type + "\" " + why +
+                   "; valid: \"leaky\", \"elu\", \"selu\", \"gelu\"");
+}
+
+std::vector<std::pair<std::string, std::string>> leaky_relu_attrs(const Params& params) {
+  const auto& p = params.as<LeakyReLUParams>();
+  return {{"act_type", leaky_act_name(p.act)}, {"slope", format_real(p.slope)}};
+}
+
+// MXNet's attributes; lower_bound and upper_bound (rrelu's range) change no result of the
+// act_types ndgluon computes: ignored.
+Params leaky_relu_parse(const AttrList& attrs) {
+  AttrReader a("LeakyReLU", attrs);
+  const std::string act_type = a.text("act_type", "leaky");
+  if (act_type == "prelu") a.fail("act_type", "is not supported: ndgluon has no learned-slope input (gamma)");
+  if (act_type == "rrelu") a.fail("act_type", "is not supported: ndgluon draws no random slopes");
+  a.choice("act_type", "leaky", {"leaky", "elu", "selu", "gelu"});
+  const double slope = a.real("slope", 0.25);
+  a.ignore({"lower_bound", "upper_bound"});
+  a.finish();
+  return leaky_relu_params(act_type, slope);
+}
+
+const OpDef& leaky_relu_backward_op() {
+  static const OpDef def{"_backward_LeakyReLU", &leaky_relu_backward_infer, &leaky_relu_backward_cpu,
+                         NDG_GPU_KERNEL(gpu::leaky_relu_backward), nullptr, &leaky_relu_attrs, &leaky_relu_parse};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+
+// One backward op on the recorded input and output.
+Grads leaky_relu_gradient(const Invocation& inv, const Grads& out_grads) {
+  return {invoke1(leaky_relu_backward_op(), {out_grads[0], inv.inputs[0], inv.outputs[0]}, inv.params)};
+}
+
+const OpDef& leaky_relu_op() {
+  static const OpDef def{"LeakyReLU", &leaky_relu_infer, &leaky_relu_cpu, NDG_GPU_KERNEL(gpu::leaky_relu),
+                         &leaky_relu_gradient, &leaky_relu_attrs, &leaky_relu_parse};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+
+// --- BlockGrad ---------------------------------------------------------------------------------------
+
+// The input's values (_copy's inference and kernels, which serve every device); the gradient is
+// zero, as MXNet's (a zero array rather than none, so that a variable read only through BlockGrad
+// gets a zero gradient).
+Grads block_grad_gradient(const Invocation& inv, const Grads&) { return {nd::zeros_like(inv.inputs[0])}; }
+
+const OpDef& block_grad_op() {
+  static const OpDef def{"BlockGrad", copy_op().infer, copy_op().cpu, copy_op().gpu, &block_grad_gradient, nullptr,
+                         nullptr, copy_op().strided_inputs};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
 
 // In the registry from the start (find_op, graph import).
-[[maybe_unused]] const bool family_registered = (fully_connected_op(), dropout_op(), true);
+[[maybe_unused]] const bool family_registered =
+    (fully_connected_op(), dropout_op(), leaky_relu_op(), leaky_relu_backward_op(), block_grad_op(), true);
 
 }  // namespace
 
@@ -250,6 +375,18 @@ NDArray Dropout(const NDArray& x, double p, const std::string& mode) {
   if (p == 0.0 || (!params.always && !autograd::is_training())) return x;  // the identity, as in MXNet
   return op::invoke(op::dropout_op(), {x}, params)[0];
 }
+
+NDArray LeakyReLU(const NDArray& x, const std::string& act_type, double slope) {
+  detail::check_not_none("LeakyReLU", x);
+  return op::invoke1(op::leaky_relu_op(), {x}, op::leaky_relu_params(act_type, slope));
+}
+
+NDArray BlockGrad(const NDArray& x) {
+  detail::check_not_none("BlockGrad", x);
+  return op::invoke1(op::block_grad_op(), {x});
+}
+
+NDArray stop_gradient(const NDArray& x) { return BlockGrad(x); }
 
 std::optional<UnaryOp> activation_type(const std::string& act_type, const char* op) {
   if (act_type.empty()) return std::nullopt;

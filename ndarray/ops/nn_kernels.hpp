@@ -1,10 +1,12 @@
 #pragma once
 // The nn family's registered ops and GPU entry points (ndarray/ops/nn.cpp defines the ops and the
 // CPU loops, cuda/ops/nn.cu the GPU launches). Internal.
+#include <cmath>
 #include <cstdint>
 #include <optional>
 
 #include "ndarray/dtype.hpp"
+#include "ndarray/host_device.hpp"
 #include "ndarray/ops/elementwise_functors.hpp"
 #include "ndarray/ops/op.hpp"
 
@@ -53,9 +55,63 @@ struct DropoutParams {
   bool always = false;  // mode "always": drop in prediction too (only kept for the attributes)
 };
 
+// LeakyReLU: input data; output the activation of act_type, as MXNet's LeakyReLU (prelu, which
+// takes a learned slope as a second input, and rrelu, which draws its slopes, are not ndgluon's).
+// _backward_LeakyReLU: inputs (g, data, output) -> dx.
+enum class LeakyAct : std::uint8_t { leaky, elu, selu, gelu };
+
+struct LeakyReLUParams {
+  LeakyAct act = LeakyAct::leaky;
+  double slope = 0.25;  // leaky and elu; selu and gelu have their own constants
+};
+
+// SELU's constants (Klambauer et al. 2017), as MXNet's.
+inline constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+inline constexpr double kSeluLambda = 1.0507009873554804934193349852946;
+
+// The element functions, written once for the CPU loops and the CUDA kernels (T float or double):
+//   leaky  x > 0 ? x : slope x                         dy/dx  x > 0 ? 1 : slope
+//   elu    x > 0 ? x : slope (e^x - 1)                        x > 0 ? 1 : y + slope
+//   selu   lambda (x > 0 ? x : alpha (e^x - 1))               x > 0 ? lambda : y + lambda alpha
+//   gelu   x Phi(x) = x/2 erfc(-x/sqrt 2) (exact, erf form)   Phi(x) + x phi(x)
+template <class T>
+struct LeakyReLUForward {
+  LeakyAct act;
+  T slope;
+  NDG_HD T operator()(T x) const {
+    switch (act) {
+      case LeakyAct::leaky: return x > T(0) ? x : slope * x;
+      case LeakyAct::elu: return x > T(0) ? x : slope * std::expm1(x);
+      case LeakyAct::selu: return T(kSeluLambda) * (x > T(0) ? x : T(kSeluAlpha) * std::expm1(x));
+      case LeakyAct::gelu: return T(0.5) * x * std::erfc(x * T(-0.7071067811865476));
+    }
+    return x;
+  }
+};
+
+// g * dy/dx from the input x and the output y.
+template <class T>
+struct LeakyReLUBackward {
+  LeakyAct act;
+  T slope;
+  NDG_HD T operator()(T g, T x, T y) const {
+    switch (act) {
+      case LeakyAct::leaky: return x > T(0) ? g : g * slope;
+      case LeakyAct::elu: return x > T(0) ? g : g * (y + slope);
+      case LeakyAct::selu: return x > T(0) ? g * T(kSeluLambda) : g * (y + T(kSeluLambda * kSeluAlpha));
+      case LeakyAct::gelu:
+        return g * (T(0.5) * std::erfc(x * T(-0.7071067811865476)) +
+                    x * T(0.3989422804014327) * std::exp(T(-0.5) * x * x));
+    }
+    return g;
+  }
+};
+
 namespace gpu {
 void fully_connected(const ExecContext& ec, const Invocation& inv);
 void dropout(const ExecContext& ec, const Invocation& inv);
+void leaky_relu(const ExecContext& ec, const Invocation& inv);
+void leaky_relu_backward(const ExecContext& ec, const Invocation& inv);
 }  // namespace gpu
 
 }  // namespace mx::op

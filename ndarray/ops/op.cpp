@@ -1,5 +1,6 @@
 #include "ndarray/ops/op.hpp"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <string_view>
@@ -130,43 +131,135 @@ const OpDef& register_op(const OpDef& def) {
 
 namespace {
 
-// MXNet's names (the canonical ones its symbol JSON writes) of registered ops that ndgluon names
-// otherwise: exact synonyms, with the same inputs, attributes and result (add broadcasts where
-// elemwise_add requires equal shapes, which gives the same result on what MXNet accepts).
-// Reversed scalar ops (_rminus_scalar, _rdiv_scalar, _rpower_scalar) are not synonyms: their
-// direction is in the name, ndgluon's in the attribute "reverse".
-const char* mxnet_synonym(std::string_view name) {
-  static const std::map<std::string_view, const char*, std::less<>> synonyms{
-      {"elemwise_add", "add"},          {"broadcast_add", "add"},
-      {"elemwise_sub", "subtract"},     {"broadcast_sub", "subtract"},
-      {"elemwise_mul", "multiply"},     {"broadcast_mul", "multiply"},
-      {"elemwise_div", "divide"},       {"broadcast_div", "divide"},
-      {"_power", "power"},              {"broadcast_power", "power"},
-      {"_maximum", "maximum"},          {"broadcast_maximum", "maximum"},
-      {"_minimum", "minimum"},          {"broadcast_minimum", "minimum"},
-      {"_equal", "equal"},              {"broadcast_equal", "equal"},
-      {"_not_equal", "not_equal"},      {"broadcast_not_equal", "not_equal"},
-      {"_greater", "greater"},          {"broadcast_greater", "greater"},
-      {"_greater_equal", "greater_equal"}, {"broadcast_greater_equal", "greater_equal"},
-      {"_lesser", "less"},              {"broadcast_lesser", "less"},
-      {"_lesser_equal", "less_equal"},  {"broadcast_lesser_equal", "less_equal"},
-      {"_plus_scalar", "_add_scalar"},  {"_minus_scalar", "_subtract_scalar"},
-      {"_mul_scalar", "_multiply_scalar"}, {"_div_scalar", "_divide_scalar"},
-      {"_lesser_scalar", "_less_scalar"}, {"_lesser_equal_scalar", "_less_equal_scalar"}};
-  const auto it = synonyms.find(name);
-  return it == synonyms.end() ? nullptr : it->second;
+// Note [MXNet's op names]
+// MXNet 1.x names some registered ops otherwise than ndgluon: its broadcasting binary ops are
+// broadcast_add, ..., its scalar ops _plus_scalar, ..., and a reversed scalar op (scalar - x) is
+// another op, _rminus_scalar, where ndgluon has the attribute reverse=True. One table serves both
+// directions. Export writes the first row that matches the op and its reverse attribute,
+// dropping that attribute; import reads a name that is no registered op's as the first row that
+// gives it, adding reverse=True where the row says so. The rows after an op's first are the other
+// names MXNet reads for it (its aliases, and the elemwise_ ops, which take equal shapes only:
+// the broadcasting op gives the same result on what they accept). Ops whose MXNet name is their
+// own (Convolution, softmax, _copy, ...) or that MXNet lacks (softrelu, gelu and the _backward_
+// ops, whose inputs are ndgluon's) have no row unless MXNet has aliases for them. Comparisons
+// with the scalar first turn around: 2 > x is x < 2, _lesser_scalar.
+enum class Reverse : std::uint8_t { any, no, yes };
+
+struct Spelling {
+  const char* ndgluon;
+  const char* mxnet;
+  Reverse reverse = Reverse::any;
+};
+
+const std::vector<Spelling>& spellings() {
+  static const std::vector<Spelling> table = [] {
+    std::vector<Spelling> t{
+        {"add", "broadcast_add"},         {"subtract", "broadcast_sub"},
+        {"multiply", "broadcast_mul"},    {"divide", "broadcast_div"},
+        {"power", "broadcast_power"},     {"maximum", "broadcast_maximum"},
+        {"minimum", "broadcast_minimum"}, {"equal", "broadcast_equal"},
+        {"not_equal", "broadcast_not_equal"}, {"greater", "broadcast_greater"},
+        {"greater_equal", "broadcast_greater_equal"}, {"less", "broadcast_lesser"},
+        {"less_equal", "broadcast_lesser_equal"},
+        // Aliases, read only.
+        {"add", "elemwise_add"},    {"add", "_plus"},      {"add", "_add"},       {"add", "_Plus"},
+        {"add", "broadcast_plus"},
+        {"subtract", "elemwise_sub"}, {"subtract", "_minus"}, {"subtract", "_sub"}, {"subtract", "_Minus"},
+        {"subtract", "broadcast_minus"},
+        {"multiply", "elemwise_mul"}, {"multiply", "_mul"},  {"multiply", "_Mul"},
+        {"divide", "elemwise_div"},   {"divide", "_div"},    {"divide", "_Div"},
+        {"power", "_power"},          {"power", "_Power"},   {"maximum", "_maximum"}, {"maximum", "_Maximum"},
+        {"minimum", "_minimum"},      {"minimum", "_Minimum"}, {"equal", "_equal"},   {"not_equal", "_not_equal"},
+        {"greater", "_greater"},      {"greater_equal", "_greater_equal"},            {"less", "_lesser"},
+        {"less_equal", "_lesser_equal"},
+        {"_copy", "_copy"},           {"_copy", "identity"},
+        {"BlockGrad", "BlockGrad"},   {"BlockGrad", "stop_gradient"},
+        {"SoftmaxOutput", "SoftmaxOutput"}, {"SoftmaxOutput", "Softmax"},  // MXNet's name before 2016
+        {"Flatten", "Flatten"},       {"Flatten", "flatten"},
+        {"Reshape", "Reshape"},       {"Reshape", "reshape"},
+        {"Concat", "Concat"},         {"Concat", "concat"},
+        {"Cast", "Cast"},             {"Cast", "cast"},
+        {"sum", "sum"},               {"sum", "sum_axis"},
+        {"max", "max"},               {"max", "max_axis"},
+        {"min", "min"},               {"min", "min_axis"},
+        {"_random_uniform", "_random_uniform"}, {"_random_uniform", "random_uniform"},
+        {"_random_normal", "_random_normal"},   {"_random_normal", "random_normal"},
+    };
+    // The scalar ops: the plain names first (what import reads), then the reversed ones.
+    struct Scalar {
+      const char *ndgluon, *mxnet, *reversed;
+    };
+    const Scalar scalars[] = {
+        {"_add_scalar", "_plus_scalar", "_plus_scalar"},
+        {"_subtract_scalar", "_minus_scalar", "_rminus_scalar"},
+        {"_multiply_scalar", "_mul_scalar", "_mul_scalar"},
+        {"_divide_scalar", "_div_scalar", "_rdiv_scalar"},
+        {"_power_scalar", "_power_scalar", "_rpower_scalar"},
+        {"_maximum_scalar", "_maximum_scalar", "_maximum_scalar"},
+        {"_minimum_scalar", "_minimum_scalar", "_minimum_scalar"},
+        {"_equal_scalar", "_equal_scalar", "_equal_scalar"},
+        {"_not_equal_scalar", "_not_equal_scalar", "_not_equal_scalar"},
+        {"_greater_scalar", "_greater_scalar", "_lesser_scalar"},
+        {"_greater_equal_scalar", "_greater_equal_scalar", "_lesser_equal_scalar"},
+        {"_less_scalar", "_lesser_scalar", "_greater_scalar"},
+        {"_less_equal_scalar", "_lesser_equal_scalar", "_greater_equal_scalar"}};
+    for (const Scalar& s : scalars) t.push_back({s.ndgluon, s.mxnet, Reverse::no});
+    for (const Scalar& s : scalars) t.push_back({s.ndgluon, s.reversed, Reverse::yes});
+    // MXNet's older names of the scalar ops (CamelCase aliases), read only.
+    const Scalar camel[] = {{"_add_scalar", "_PlusScalar", nullptr},      {"_subtract_scalar", "_MinusScalar", "_RMinusScalar"},
+                            {"_multiply_scalar", "_MulScalar", nullptr},  {"_divide_scalar", "_DivScalar", "_RDivScalar"},
+                            {"_power_scalar", "_PowerScalar", "_RPowerScalar"}, {"_maximum_scalar", "_MaximumScalar", nullptr},
+                            {"_minimum_scalar", "_MinimumScalar", nullptr}};
+    for (const Scalar& s : camel) {
+      t.push_back({s.ndgluon, s.mxnet, Reverse::no});
+      if (s.reversed) t.push_back({s.ndgluon, s.reversed, Reverse::yes});
+    }
+    return t;
+  }();
+  return table;
+}
+
+const Spelling* spelling_of_mxnet(std::string_view name) {
+  for (const Spelling& s : spellings()) {
+    if (name == s.mxnet) return &s;
+  }
+  return nullptr;
+}
+
+const OpDef* find_registered(Registry& r, std::string_view name) {
+  std::lock_guard lock(r.mutex);
+  const auto it = r.ops.find(name);
+  return it == r.ops.end() ? nullptr : it->second;
 }
 
 }  // namespace
 
 const OpDef* find_op(const std::string& name) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  auto it = r.ops.find(name);
-  if (it == r.ops.end()) {
-    if (const char* synonym = mxnet_synonym(name)) it = r.ops.find(std::string_view(synonym));
+  if (const OpDef* def = find_registered(registry(), name)) return def;
+  const Spelling* s = spelling_of_mxnet(name);
+  return s && s->reverse != Reverse::yes ? find_registered(registry(), s->ndgluon) : nullptr;
+}
+
+const OpDef* find_op(const std::string& name, AttrPairs& attrs) {
+  if (const OpDef* def = find_registered(registry(), name)) return def;
+  const Spelling* s = spelling_of_mxnet(name);
+  if (!s) return nullptr;
+  const OpDef* def = find_registered(registry(), s->ndgluon);
+  if (def && s->reverse == Reverse::yes) attrs.emplace_back("reverse", "True");
+  return def;
+}
+
+std::string mxnet_name(const OpDef& op, AttrPairs& attrs) {
+  const auto reverse = std::find_if(attrs.begin(), attrs.end(), [](const auto& a) { return a.first == "reverse"; });
+  const bool reversed = reverse != attrs.end() && reverse->second == "True";
+  for (const Spelling& s : spellings()) {
+    if (std::string_view(op.name) != s.ndgluon) continue;
+    if (s.reverse == Reverse::any) return s.mxnet;
+    if ((s.reverse == Reverse::yes) != reversed) continue;
+    if (reverse != attrs.end()) attrs.erase(reverse);
+    return s.mxnet;
   }
-  return it == r.ops.end() ? nullptr : it->second;
+  return op.name;
 }
 
 std::vector<const OpDef*> registered_ops() {

@@ -127,14 +127,28 @@ struct OpDef {
   // The inputs the op takes, absent optional ones (a bias under no_bias) passed as none arrays;
   // MXNet's JSON leaves those out, and a graph puts them back. 0: as many as a node gives.
   std::uint32_t arity = 0;
+  // Draws from the context's generator each time it runs: a captured graph (which would replay
+  // one draw) runs such ops itself instead.
+  bool random = false;
 };
 
+using AttrPairs = std::vector<std::pair<std::string, std::string>>;
+
 // Registers an op at static initialisation (ops are defined with NDG_REGISTER_OP in their family
-// file) and finds one by name: its own, or the name MXNet's symbol JSON gives the same op
-// ("elemwise_add", "broadcast_add" for add; "_plus_scalar" for _add_scalar); nullptr if unknown.
+// file) and finds one by name: its own, or a name MXNet 1.x gives the same op (the table in
+// op.cpp: "broadcast_add" and "elemwise_add" for add, "_plus_scalar" for _add_scalar, "identity"
+// for _copy); nullptr if unknown. A name that also stands for attributes (_rminus_scalar is
+// _subtract_scalar with reverse=True) is found only by the second form, which adds them to attrs.
 const OpDef& register_op(const OpDef& def);
 const OpDef* find_op(const std::string& name);
+const OpDef* find_op(const std::string& name, AttrPairs& attrs);
 std::vector<const OpDef*> registered_ops();
+
+// The name MXNet 1.x writes for op with these attributes (op.attrs'), with those the name stands
+// for removed from attrs: broadcast_add for add; _rminus_scalar for _subtract_scalar with
+// reverse=True, without "reverse". An op that MXNet names the same or lacks keeps its name.
+// find_op(mxnet_name(op, attrs), attrs) gives op and its attributes back.
+std::string mxnet_name(const OpDef& op, AttrPairs& attrs);
 
 // Runs op on inputs, allocating the outputs that inference describes.
 std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs, Params params = {});

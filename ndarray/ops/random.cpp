@@ -86,13 +86,13 @@ Params normal_parse(const AttrList& attrs) { return random_parse("_random_normal
 
 const OpDef& uniform_def() {
   static const OpDef def{"_random_uniform", &random_infer, &random_uniform_cpu, NDG_GPU_KERNEL(gpu::random_uniform),
-                         nullptr, &uniform_attrs, &uniform_parse};
+                         nullptr, &uniform_attrs, &uniform_parse, false, nullptr, 0, true};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
 const OpDef& normal_def() {
   static const OpDef def{"_random_normal", &random_infer, &random_normal_cpu, NDG_GPU_KERNEL(gpu::random_normal),
-                         nullptr, &normal_attrs, &normal_parse};
+                         nullptr, &normal_attrs, &normal_parse, false, nullptr, 0, true};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }

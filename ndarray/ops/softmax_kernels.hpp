@@ -2,6 +2,7 @@
 // The softmax family's attributes, shared element functions and GPU launches (ndarray/ops/softmax.cpp
 // defines the ops and the CPU loops, cuda/ops/softmax.cu the launches). Internal.
 #include <cmath>
+#include <cstdint>
 
 #include "ndarray/host_device.hpp"
 #include "ndarray/op_kinds.hpp"
@@ -46,9 +47,47 @@ NDG_HD void softmax_backward_line(const T* g, const T* y, T* dx, const ReduceSha
   }
 }
 
+// SoftmaxOutput: inputs data (rows, classes) (or (..., classes) under preserve_shape) and label
+// (rows,) (data's leading axes), a none array when absent; output softmax(data) along the last
+// axis. Its gradient, _backward_SoftmaxOutput (inputs (output, label) -> d data), ignores the head
+// gradient, as MXNet's:
+//   d data[r, k] = (output[r, k] - [k == label[r]]) * grad_scale / normalizer,  0 on a row whose
+//   label is ignore_label under use_ignore;  normalizer: null 1, batch rows, valid the rows whose
+//   label is not ignore_label (at least 1; MXNet counts them whatever use_ignore says).
+// A label outside [0, classes) subtracts nothing from its row, as in MXNet.
+enum class SoftmaxNormalization : std::uint8_t { null, batch, valid };
+
+struct SoftmaxOutputParams {
+  double grad_scale = 1;
+  double ignore_label = -1;
+  bool use_ignore = false;
+  bool preserve_shape = false;
+  SoftmaxNormalization normalization = SoftmaxNormalization::null;
+};
+
+// The class a label names, truncated toward zero as MXNet's static_cast<int>; NaN and labels
+// beyond +-2^53 name no class (kNoClass).
+inline constexpr std::int64_t kNoClass = INT64_MIN;
+template <class T>
+NDG_HD std::int64_t label_class(T label) {
+  return label > T(-9007199254740992.0) && label < T(9007199254740992.0) ? static_cast<std::int64_t>(label) : kNoClass;
+}
+
+// d data for element k of a row whose label names class `cls`.
+template <class T>
+NDG_HD T softmax_output_grad_element(T y, std::int64_t k, std::int64_t cls, bool ignored, T scale) {
+  return ignored ? T(0) : (k == cls ? y - T(1) : y) * scale;
+}
+
+// The SoftmaxOutput invocation as softmax's along the last axis, for softmax's kernels.
+inline Invocation as_last_axis_softmax(const Invocation& inv) {
+  return Invocation{inv.op, SoftmaxParams{-1, false}, {inv.inputs.at(0)}, inv.outputs};
+}
+
 namespace gpu {
 void softmax(const ExecContext& ec, const Invocation& inv);
 void softmax_backward(const ExecContext& ec, const Invocation& inv);
+void softmax_output_backward(const ExecContext& ec, const Invocation& inv);
 }  // namespace gpu
 
 }  // namespace mx::op

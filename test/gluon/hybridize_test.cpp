@@ -7,11 +7,14 @@
 #include "test/support/contexts.hpp"
 #include "test/support/files.hpp"
 
+#include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <gluon/loss.hpp>
 #include <gluon/nn.hpp>
+#include <gluon/trainer.hpp>
 #include <ndarray/ndarray.hpp>
 
 namespace nd = mx::nd;
@@ -191,6 +194,35 @@ BOOST_AUTO_TEST_CASE(imports_json_written_by_mxnet) {
   });
 }
 
+// MXNet's training export: a SoftmaxOutput head and its label variable, which imports leaves out;
+// and a .params array that is not the JSON's __shape__.
+BOOST_AUTO_TEST_CASE(imports_a_softmax_output_head_and_checks_shapes) {
+  const std::string json = R"json({
+  "nodes": [
+    {"op": "null", "name": "data", "inputs": []},
+    {"op": "null", "name": "fc_weight", "attrs": {"__shape__": "(3, 2)"}, "inputs": []},
+    {"op": "FullyConnected", "name": "fc", "attrs": {"no_bias": "True", "num_hidden": "3"}, "inputs": [[0, 0, 0], [1, 0, 0]]},
+    {"op": "null", "name": "softmax_label", "inputs": []},
+    {"op": "SoftmaxOutput", "name": "softmax", "inputs": [[2, 0, 0], [3, 0, 0]]}
+  ],
+  "arg_nodes": [0, 1, 3],
+  "heads": [[4, 0, 0]]
+})json";
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    const ndg_test::TempDir dir;
+    ndg_test::write_bytes(dir.file("s-symbol.json"), json);
+    nd::save(dir.file("s-0000.params"), {{"arg:fc_weight", nd::array({{1, 0}, {0, 1}, {1, 1}})}});
+    nn::SymbolBlock net = nn::SymbolBlock::imports(dir.file("s-symbol.json"), {"data"}, dir.file("s-0000.params"), ctx);
+    BOOST_TEST(net.collect_params().size() == 1u);
+    // x = (1, 2): logits (1, 2, 3), softmax e^(k - 3) / (e^-2 + e^-1 + 1)
+    const double z = std::exp(-2.0) + std::exp(-1.0) + 1.0;
+    check_close(net(nd::array({{1, 2}}, ctx)), {std::exp(-2.0) / z, std::exp(-1.0) / z, 1.0 / z}, 1e-6, 1e-7);
+    nd::save(dir.file("bad-0000.params"), {{"arg:fc_weight", nd::array({{1, 0, 0}, {0, 1, 0}})}});
+    NDG_CHECK_THROWS_WITH(nn::SymbolBlock::imports(dir.file("s-symbol.json"), {"data"}, dir.file("bad-0000.params"), ctx),
+                          mx::ShapeError, "'fc_weight'", "(2, 3)", "(3, 2)");
+  });
+}
+
 BOOST_AUTO_TEST_CASE(bad_symbol_files_are_typed_errors) {
   const ndg_test::TempDir dir;
   nd::save(dir.file("p.params"), std::vector<std::string>{}, std::vector<nd::NDArray>{});
@@ -209,6 +241,172 @@ BOOST_AUTO_TEST_CASE(bad_symbol_files_are_typed_errors) {
   NDG_CHECK_THROWS_WITH(
       imports(R"({"nodes": [{"op": "null", "name": "data", "inputs": []}, {"op": "null", "name": "w", "inputs": []}, {"op": "FullyConnected", "name": "fc", "attrs": {"num_hidden": "2", "no_bias": "True"}, "inputs": [[0, 0, 0], [1, 0, 0]]}], "heads": [[2, 0, 0]]})"),
       mx::ValueError, "holds no parameter 'w'");
+}
+
+// Every layer alone, eager and hybridized with the same parameters: the same forward, input
+// gradient and parameter gradients (bit for bit on the CPU, where the same kernels run on the same
+// values), in training and prediction. Dropout draws from the seeded generator in both.
+BOOST_AUTO_TEST_CASE(every_layer_replays_its_eager_results) {
+  struct Case {
+    const char* name;
+    std::function<nn::Sequential()> make;
+    mx::Shape input;
+  };
+  const std::vector<Case> cases{
+      {"Dense", [] { nn::Sequential s; s.add(nn::Dense(5, "relu")); return s; }, {3, 4}},
+      {"Dense no bias", [] { nn::Sequential s; s.add(nn::Dense(2, "", false)); return s; }, {3, 2, 2}},
+      {"Conv2D", [] { nn::Sequential s; s.add(nn::Conv2D(3, 3, {.strides = 2, .padding = 1, .activation = "sigmoid"})); return s; }, {2, 2, 7, 7}},
+      {"Conv1D", [] { nn::Sequential s; s.add(nn::Conv1D(2, 3, {.dilation = 2})); return s; }, {2, 3, 9}},
+      {"MaxPool2D", [] { nn::Sequential s; s.add(nn::Conv2D(2, 1), nn::MaxPool2D(2, {.strides = 1})); return s; }, {2, 3, 5, 5}},
+      {"AvgPool2D", [] { nn::Sequential s; s.add(nn::Conv2D(2, 1), nn::AvgPool2D(3, {.strides = 2, .padding = 1})); return s; }, {2, 3, 6, 6}},
+      {"GlobalAvgPool2D", [] { nn::Sequential s; s.add(nn::Conv2D(2, 1), nn::GlobalAvgPool2D()); return s; }, {2, 3, 4, 4}},
+      {"BatchNorm", [] { nn::Sequential s; s.add(nn::Conv2D(3, 1), nn::BatchNorm()); return s; }, {4, 2, 3, 3}},
+      {"Dropout", [] { nn::Sequential s; s.add(nn::Dense(16, "tanh"), nn::Dropout(0.5)); return s; }, {8, 4}},
+      {"Flatten", [] { nn::Sequential s; s.add(nn::Conv2D(2, 2), nn::Flatten(), nn::Dense(3)); return s; }, {2, 1, 3, 3}},
+  };
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    const bool exact = ctx.is_cpu();
+    for (const Case& c : cases) {
+      BOOST_TEST_CONTEXT(c.name << " @" << ctx) {
+        nn::Sequential eager = c.make(), hybrid = c.make();
+        eager.initialize(mx::init::Xavier(), ctx);
+        eager(nd::zeros(c.input, ctx));
+        const ndg_test::TempDir dir;
+        eager.save_parameters(dir.file("p.params"));
+        hybrid.load_parameters(dir.file("p.params"), ctx);
+        hybrid.hybridize();
+        for (unsigned call = 0; call < 3; ++call) {
+          BOOST_TEST_CONTEXT("call " << call) {
+            const nd::NDArray x = random_array(c.input, ctx, 70 + call);
+            std::vector<nd::NDArray> y, dx;
+            for (nn::Sequential* net : {&eager, &hybrid}) {
+              nd::NDArray xi = x.copy();
+              xi.attach_grad();
+              mx::random::seed(3 + call);
+              {
+                auto recording = ag::record();
+                nd::NDArray out = (*net)(xi);
+                (out * out).sum().backward();
+                y.push_back(out);
+              }
+              dx.push_back(xi.grad());
+            }
+            const double rtol = exact ? 0 : 1e-5, atol = exact ? 0 : 1e-6;
+            check_close(y[1], y[0].asvector<double>(), rtol, atol);
+            check_close(dx[1], dx[0].asvector<double>(), rtol, atol);
+            const auto want = eager.collect_params(), got = hybrid.collect_params();
+            auto g = got.begin();
+            for (auto w = want.begin(); w != want.end(); ++w, ++g) {
+              BOOST_TEST_CONTEXT(w->first) {
+                if (w->second.grad_req() != "null") {
+                  check_close(g->second.grad(ctx), w->second.grad(ctx).asvector<double>(), rtol, 1e-5);
+                } else {
+                  check_close(g->second.data(ctx), w->second.data(ctx).asvector<double>(), rtol, atol);
+                }
+              }
+            }
+            // Prediction: its own graph; Dropout is the identity, BatchNorm reads the running statistics.
+            check_close(hybrid(x), eager(x).asvector<double>(), rtol, atol);
+          }
+        }
+      }
+    }
+  });
+}
+
+// Trainer updates the parameters in place, and each replay reads them: a hybridized net trains as
+// the eager one does, step for step.
+BOOST_AUTO_TEST_CASE(trainer_updates_are_seen_by_the_next_replay) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const ndg_test::TempDir dir;
+    auto [eager, hybrid] = twin_nets(ctx, dir);
+    hybrid.hybridize(true, true, true);
+    mx::gluon::Trainer eager_trainer(eager.collect_params(), "sgd", {{"learning_rate", 0.5}, {"momentum", 0.9}});
+    mx::gluon::Trainer hybrid_trainer(hybrid.collect_params(), "sgd", {{"learning_rate", 0.5}, {"momentum", 0.9}});
+    const nd::NDArray label = nd::array(std::vector<float>{0, 2, 1, 2, 0}, mx::Shape{5}, ctx);
+    for (unsigned s = 0; s < 4; ++s) {
+      const nd::NDArray x = random_array({5, 2, 6, 6}, ctx, 90 + s);
+      step(eager, x, label);
+      step(hybrid, x, label);
+      eager_trainer.step(5);
+      hybrid_trainer.step(5);
+    }
+    const auto want = eager.collect_params(), got = hybrid.collect_params();
+    auto g = got.begin();
+    for (auto w = want.begin(); w != want.end(); ++w, ++g) {
+      BOOST_TEST_CONTEXT(w->first) { check_close(g->second.data(ctx), w->second.data(ctx).asvector<double>(), 1e-4, 1e-5); }
+    }
+    const nd::NDArray x = random_array({5, 2, 6, 6}, ctx, 99);
+    check_close(hybrid(x), eager(x).asvector<double>(), 1e-4, 1e-5);
+  });
+}
+
+// Two recorded calls before one backward: each keeps its own values for its gradient.
+BOOST_AUTO_TEST_CASE(two_forwards_before_one_backward) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const ndg_test::TempDir dir;
+    auto [eager, hybrid] = twin_nets(ctx, dir);
+    hybrid.hybridize();
+    const nd::NDArray x1 = random_array({3, 2, 6, 6}, ctx, 11), x2 = random_array({3, 2, 6, 6}, ctx, 12);
+    std::vector<std::vector<nd::NDArray>> grads;
+    for (nn::Sequential* net : {&eager, &hybrid}) {
+      for (unsigned round = 0; round < 2; ++round) {  // the second round replays the graphs
+        auto recording = ag::record();
+        nd::NDArray y1 = (*net)(x1), y2 = (*net)(x2);
+        (y1 * y2).sum().backward();
+      }
+      std::vector<nd::NDArray> g;
+      for (const auto& [name, param] : net->collect_params()) {
+        if (param.grad_req() != "null") g.push_back(param.grad(ctx));
+      }
+      grads.push_back(g);
+    }
+    for (std::size_t i = 0; i < grads[0].size(); ++i) {
+      BOOST_TEST_CONTEXT("gradient " << i) { check_close(grads[1][i], grads[0][i].asvector<double>(), 1e-4, 1e-6); }
+    }
+  });
+}
+
+// A block with a hybridized child, itself hybridized: the child's ops are traced into the parent's
+// graph. Eagerly, the child replays its own graph.
+class Outer : public mx::gluon::Block {
+ public:
+  explicit Outer(nn::Sequential inner)
+      : Block("outer"), inner_(register_child(inner, "inner")), out_(register_child(nn::Dense(2), "out")) {}
+  nd::NDArray forward(const nd::NDArray& x) override { return out_(inner_(x) * 2.0 + 1.0); }
+
+ private:
+  nn::Sequential inner_;
+  nn::Dense out_;
+};
+
+BOOST_AUTO_TEST_CASE(a_hybridized_child_inside_a_hybridized_block) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nn::Sequential inner;
+    inner.add(nn::Dense(4, "relu"));
+    Outer outer(inner);
+    outer.initialize(mx::init::Xavier(), ctx);
+    const nd::NDArray x = random_array({3, 5}, ctx, 21);
+    const nd::NDArray want = outer(x);
+    inner.hybridize();
+    check_close(outer(x), want.asvector<double>(), 1e-6, 1e-7);
+    outer.hybridize();
+    for (int call = 0; call < 2; ++call) check_close(outer(x), want.asvector<double>(), 1e-6, 1e-7);
+    const ndg_test::TempDir dir;
+    outer.export_model(dir.file("outer"));
+    const std::string json = ndg_test::read_bytes(dir.file("outer-symbol.json"));
+    BOOST_TEST(json.find("\"op\": \"_mul") != std::string::npos);  // the parent's op and the child's, one graph
+    BOOST_TEST(json.find("FullyConnected") != std::string::npos);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(hybrid_names_are_the_same_blocks) {
+  nn::HybridSequential net;
+  net.add(nn::Dense(3));
+  mx::gluon::HybridBlock& block = net;
+  block.initialize();
+  block.hybridize();
+  BOOST_TEST(block(nd::ones({2, 4})).shape() == (mx::Shape{2, 3}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,7 +1,8 @@
 // nd::FullyConnected: forward against a naive CPU reference (with and without bias, each fused
 // activation, a 3-D input flattened or applied over its last axis), gradients against the same
-// computation composed of dot, add and the activation ops, and the argument errors. Every
-// numeric case runs on every context.
+// computation composed of dot, add and the activation ops, and the argument errors.
+// nd::LeakyReLU (each act_type) against hand-computed values, its gradient against central
+// differences; nd::BlockGrad's values and zero gradient. Every numeric case runs on every context.
 #include "test/support/boost_test.hpp"
 #include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
@@ -46,6 +47,15 @@ Values naive_fully_connected(const Values& x, const Values& w, const Values& b, 
       out[static_cast<std::size_t>(i * hidden + j)] = activate(act, total);
     }
   return out;
+}
+
+// MXNet's LeakyReLU of one value, in double.
+double leaky_relu(const std::string& act, double slope, double x) {
+  constexpr double alpha = 1.6732632423543772848170429916717, lambda = 1.0507009873554804934193349852946;
+  if (act == "leaky") return x > 0 ? x : slope * x;
+  if (act == "elu") return x > 0 ? x : slope * (std::exp(x) - 1);
+  if (act == "selu") return lambda * (x > 0 ? x : alpha * (std::exp(x) - 1));
+  return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));  // gelu
 }
 
 nd::NDArray composed_activation(const std::string& act, const nd::NDArray& v) {
@@ -204,6 +214,108 @@ BOOST_AUTO_TEST_CASE(fully_connected_context_errors, *boost::unit_test::precondi
                         "FullyConnected", "(2, 3) float32 @gpu(0)", "(4, 3) float32 @cpu(0)", "as_in_context");
   NDG_CHECK_THROWS_WITH(nd::FullyConnected(x, nd::ones({4, 3}, mx::gpu(0)), nd::ones({4}), 4), mx::ContextMismatch,
                         "FullyConnected", "(4,) float32 @cpu(0)");
+}
+
+// --- LeakyReLU and BlockGrad ------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(leaky_relu_of_each_act_type_by_hand) {
+  // x = [-2, -0.5, 0.5, 3]; alpha, lambda: SELU's constants.
+  const double alpha = 1.6732632423543772848170429916717, lambda = 1.0507009873554804934193349852946;
+  const double em2 = std::exp(-2.0) - 1, em05 = std::exp(-0.5) - 1;
+  const auto gelu = [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); };
+  struct Case {
+    std::string act;
+    double slope;
+    Values want;
+  };
+  const std::vector<Case> cases{
+      {"leaky", 0.25, {-0.5, -0.125, 0.5, 3}},
+      {"leaky", 0.1, {-0.2, -0.05, 0.5, 3}},
+      {"elu", 1.0, {em2, em05, 0.5, 3}},
+      {"elu", 0.5, {0.5 * em2, 0.5 * em05, 0.5, 3}},
+      {"selu", 0.25, {lambda * alpha * em2, lambda * alpha * em05, lambda * 0.5, lambda * 3}},
+      {"gelu", 0.25, {gelu(-2), gelu(-0.5), gelu(0.5), gelu(3)}}};
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    for (const DType dt : ndg_test::kFloatDTypes) {
+      const nd::NDArray x = nd::array({-2, -0.5, 0.5, 3}, ctx, dt);
+      for (const Case& c : cases) {
+        BOOST_TEST_CONTEXT(c.act << " slope " << c.slope << " " << mx::dtype_name(dt)) {
+          const nd::NDArray y = nd::LeakyReLU(x, c.act, c.slope);
+          BOOST_TEST(y.dtype() == dt);
+          BOOST_TEST(y.context() == ctx);
+          ndg_test::check_close(y, c.want, dt == DType::float64 ? 1e-12 : 1e-6, 1e-7);
+        }
+      }
+      ndg_test::check_close(nd::LeakyReLU(x), {-0.5, -0.125, 0.5, 3});  // MXNet's defaults: leaky, 0.25
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(leaky_relu_gradients_against_finite_differences) {
+  const std::int64_t n = 24;
+  Values start = uniform_values(n, 21);
+  for (double& v : start) v = 3 * v + (v < 0 ? -0.1 : 0.1);  // away from the kink at 0
+  const Values w = uniform_values(n, 22);
+  for (const std::string act : {"leaky", "elu", "selu", "gelu"}) {
+    const double slope = 0.3;
+    // d/dx of sum(LeakyReLU(x) * w), central differences of the double reference.
+    Values want(start.size());
+    for (std::size_t i = 0; i < start.size(); ++i) {
+      const double step = 1e-6;
+      want[i] = w[i] * (leaky_relu(act, slope, start[i] + step) - leaky_relu(act, slope, start[i] - step)) / (2 * step);
+    }
+    ndg_test::for_each_context([&](mx::Context ctx) {
+      for (const DType dt : ndg_test::kFloatDTypes) {
+        BOOST_TEST_CONTEXT(act << " " << mx::dtype_name(dt)) {
+          nd::NDArray x = nd::array(start, {4, 6}, ctx, dt);
+          x.attach_grad();
+          {
+            auto scope = ag::record();
+            (nd::LeakyReLU(x, act, slope) * nd::array(w, {4, 6}, ctx, dt)).sum().backward();
+          }
+          BOOST_TEST(x.grad().dtype() == dt);
+          if (dt == DType::float64) ndg_test::check_close(x.grad(), want, 1e-7, 1e-8);
+          else ndg_test::check_close(x.grad(), want, 1e-4, 1e-5);
+        }
+      }
+    });
+  }
+}
+
+BOOST_AUTO_TEST_CASE(leaky_relu_errors_name_the_op) {
+  const nd::NDArray x = nd::ones({2, 3});
+  NDG_CHECK_THROWS_WITH(nd::LeakyReLU(x, "prelu"), mx::ValueError, "LeakyReLU", "prelu", "not supported", "leaky");
+  NDG_CHECK_THROWS_WITH(nd::LeakyReLU(x, "rrelu"), mx::ValueError, "LeakyReLU", "rrelu", "not supported");
+  NDG_CHECK_THROWS_WITH(nd::LeakyReLU(x, "softsign"), mx::ValueError, "LeakyReLU", "softsign", "gelu");
+  NDG_CHECK_THROWS_WITH(nd::LeakyReLU(nd::ones({2}, mx::cpu(), DType::int32)), mx::DTypeError, "LeakyReLU", "int32");
+  NDG_CHECK_THROWS_WITH(nd::LeakyReLU(nd::NDArray()), mx::Error, "LeakyReLU");
+}
+
+BOOST_AUTO_TEST_CASE(block_grad_passes_values_and_no_gradient) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray x = nd::array({{1, -2}, {3, 4}}, ctx);
+    const nd::NDArray y = nd::BlockGrad(x);
+    BOOST_TEST(!y.is(x));
+    BOOST_TEST(y.context() == ctx);
+    BOOST_TEST(values(y) == values(x), tt::per_element());
+    BOOST_TEST(values(nd::stop_gradient(x.T())) == (Values{1, 3, -2, 4}), tt::per_element());  // a strided view
+    x.attach_grad();
+    {
+      auto scope = ag::record();
+      (nd::BlockGrad(x) * 3.0 + x * 2.0).sum().backward();  // only the second term reaches x
+    }
+    BOOST_TEST(values(x.grad()) == Values(4, 2.0), tt::per_element());
+    {
+      auto scope = ag::record();
+      (nd::stop_gradient(x * x) * x).sum().backward();  // d/dx of c * x with c = x * x held constant
+    }
+    BOOST_TEST(values(x.grad()) == (Values{1, 4, 9, 16}), tt::per_element());
+    {
+      auto scope = ag::record();
+      nd::BlockGrad(x).sum().backward();  // nothing but BlockGrad: a zero gradient
+    }
+    BOOST_TEST(values(x.grad()) == Values(4, 0.0), tt::per_element());
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -168,7 +168,12 @@ const std::map<std::string, AttrList>& samples() {
       {"Concat", {{"dim", "0"}, {"num_args", "2"}}},
       {"Reshape", {{"shape", "(0, -1, 4)"}}},
       {"Activation", {{"act_type", "tanh"}}},
-      {"Deconvolution", {{"kernel", "(2, 2)"}, {"target_shape", "(0, 0)"}, {"num_filter", "3"}}}};
+      {"Deconvolution", {{"kernel", "(2, 2)"}, {"target_shape", "(0, 0)"}, {"num_filter", "3"}}},
+      {"LeakyReLU", {{"act_type", "elu"}, {"slope", "0.3"}, {"lower_bound", "0.125"}, {"upper_bound", "0.334"}}},
+      {"_backward_LeakyReLU", {{"act_type", "gelu"}}},
+      {"SoftmaxOutput", {{"grad_scale", "0.5"}, {"ignore_label", "3"}, {"use_ignore", "True"},
+                         {"normalization", "valid"}, {"multi_output", "False"}, {"preserve_shape", "True"}}},
+      {"_backward_SoftmaxOutput", {{"normalization", "batch"}}}};
   return s;
 }
 

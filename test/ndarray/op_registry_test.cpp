@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -96,6 +97,28 @@ BOOST_AUTO_TEST_CASE(pick_and_the_softmax_backward_ops_are_registered) {
       BOOST_TEST((def->gradient != nullptr) == differentiable);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(mxnet_model_ops_are_registered) {
+  const bool cuda_build = mx::built_with_cuda();
+  // name, differentiable, has attributes
+  const std::vector<std::tuple<const char*, bool, bool>> ops{{"LeakyReLU", true, true},
+                                                             {"_backward_LeakyReLU", false, true},
+                                                             {"BlockGrad", true, false},
+                                                             {"SoftmaxOutput", true, true},
+                                                             {"_backward_SoftmaxOutput", false, true}};
+  for (const auto& [name, differentiable, has_attrs] : ops) {
+    BOOST_TEST_CONTEXT(name) {
+      const op::OpDef* def = op::find_op(name);
+      BOOST_TEST_REQUIRE(def != nullptr);
+      BOOST_TEST(std::string(def->name) == name);
+      BOOST_TEST(def->cpu != nullptr);
+      BOOST_TEST((def->gpu != nullptr) == cuda_build);
+      BOOST_TEST((def->attrs != nullptr) == has_attrs);
+      BOOST_TEST((def->gradient != nullptr) == differentiable);
+    }
+  }
+  BOOST_TEST(op::find_op("SoftmaxOutput")->arity == 2u);  // the label may be absent
 }
 
 BOOST_AUTO_TEST_CASE(pick_records_one_invocation_with_mxnet_attributes) {

@@ -1,6 +1,8 @@
 // softmax, log_softmax and one_hot: values against hand-computed ones, and the gradients of
 // softmax and log_softmax (the registered _backward_softmax / _backward_log_softmax) against
-// hand-computed values and central differences of a double-precision reference, on every context.
+// hand-computed values and central differences of a double-precision reference; SoftmaxOutput's
+// softmax and its cross-entropy gradient (_backward_SoftmaxOutput) by hand for each normalization,
+// ignore_label and grad_scale; all on every context.
 #include "test/support/boost_test.hpp"
 #include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
@@ -182,6 +184,145 @@ BOOST_AUTO_TEST_CASE(one_hot_of_an_index_out_of_range_is_a_zero_row) {
     want[300 + 255] = 1;
     BOOST_TEST(got == want, tt::per_element());
   });
+}
+
+// --- SoftmaxOutput ---------------------------------------------------------------------------------
+
+namespace {
+
+// Rows [0, ln 2, ln 5], [ln 5, ln 2, 0], [0, 0, 0]: softmax [1, 2, 5] / 8, [5, 2, 1] / 8, [1, 1, 1] / 3.
+const Values kProbabilities{0.125, 0.25, 0.625, 0.625, 0.25, 0.125, 1.0 / 3, 1.0 / 3, 1.0 / 3};
+
+nd::NDArray three_rows(mx::Context ctx, DType dtype) {
+  const double l2 = std::log(2.0), l5 = std::log(5.0);
+  return nd::array({{0.0, l2, l5}, {l5, l2, 0.0}, {0.0, 0.0, 0.0}}, ctx, dtype);
+}
+
+// (softmax - one_hot(label)) * scale per row; a row in `zero` gets 0.
+Values cross_entropy_gradient(const std::vector<int>& labels, const std::vector<double>& scale) {
+  Values g(kProbabilities);
+  for (std::size_t r = 0; r < 3; ++r) {
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (labels[r] == static_cast<int>(k)) g[r * 3 + k] -= 1;
+      g[r * 3 + k] *= scale[r];
+    }
+  }
+  return g;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(softmax_output_is_the_softmax_of_each_row) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    for (DType dtype : ndg_test::kFloatDTypes) {
+      BOOST_TEST_CONTEXT(mx::dtype_name(dtype)) {
+        const nd::NDArray x = three_rows(ctx, dtype);
+        const nd::NDArray y = nd::SoftmaxOutput(x);  // no label: the forward needs none
+        BOOST_TEST(y.shape() == (mx::Shape{3, 3}));
+        BOOST_TEST(dtype_of(y) == mx::dtype_name(dtype));
+        check_close(y, kProbabilities);
+        check_close(nd::SoftmaxOutput(x, nd::array({2, 0, 1}, ctx, dtype), {.normalization = "valid"}), kProbabilities);
+        // preserve_shape: (..., classes) of any rank, label (...).
+        const nd::NDArray x3 = x.reshape({1, 3, 3});
+        const nd::NDArray y3 = nd::SoftmaxOutput(x3, nd::array({{2, 0, 1}}, ctx, dtype), {.preserve_shape = true});
+        BOOST_TEST(y3.shape() == (mx::Shape{1, 3, 3}));
+        check_close(y3, kProbabilities);
+      }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(softmax_output_gradient_by_hand_for_each_normalization) {
+  // Labels [2, 0, 1]; ignore_label 0 names row 1's label.
+  struct Case {
+    const char* what;
+    nd::SoftmaxOutputOptions options;
+    std::vector<int> labels;  // -1: no class subtracted
+    std::vector<double> scale;
+  };
+  const double third = 1.0 / 3;
+  const std::vector<Case> cases{
+      {"null", {}, {2, 0, 1}, {1, 1, 1}},
+      {"null, grad_scale 2", {.grad_scale = 2}, {2, 0, 1}, {2, 2, 2}},
+      {"batch", {.normalization = "batch"}, {2, 0, 1}, {third, third, third}},
+      {"valid, no label ignored", {.normalization = "valid"}, {2, 0, 1}, {third, third, third}},
+      // MXNet's "valid" counts the labels other than ignore_label, whatever use_ignore says.
+      {"valid, ignore_label 0 without use_ignore", {.ignore_label = 0, .normalization = "valid"}, {2, 0, 1}, {0.5, 0.5, 0.5}},
+      {"valid, ignore_label 0, use_ignore, grad_scale 3",
+       {.grad_scale = 3, .ignore_label = 0, .use_ignore = true, .normalization = "valid"}, {2, 0, 1}, {1.5, 0, 1.5}},
+      {"null, use_ignore", {.ignore_label = 1, .use_ignore = true}, {2, 0, 1}, {1, 1, 0}},
+      {"batch, use_ignore", {.ignore_label = 2, .use_ignore = true, .normalization = "batch"}, {2, 0, 1},
+       {0, third, third}}};
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    for (DType dtype : ndg_test::kFloatDTypes) {
+      for (const Case& c : cases) {
+        BOOST_TEST_CONTEXT(c.what << ", " << mx::dtype_name(dtype)) {
+          nd::NDArray x = three_rows(ctx, dtype);
+          x.attach_grad();
+          const nd::NDArray label = nd::array({2, 0, 1}, ctx, dtype);
+          {
+            auto scope = ag::record();
+            nd::SoftmaxOutput(x, label, c.options).backward();
+          }
+          const Values want = cross_entropy_gradient(c.labels, c.scale);
+          check_close(x.grad(), want);
+          // The head gradient is not read, as in MXNet.
+          {
+            auto scope = ag::record();
+            nd::SoftmaxOutput(x, label, c.options).backward(nd::array(ndg_test::uniform_values(9, 3), {3, 3}, ctx, dtype));
+          }
+          check_close(x.grad(), want);
+        }
+      }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(softmax_output_labels_outside_the_classes_and_without_a_label) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray x = three_rows(ctx, DType::float32);
+    x.attach_grad();
+    // A label outside [0, classes) subtracts nothing (MXNet's SoftmaxGrad); 2.7 is class 2.
+    {
+      auto scope = ag::record();
+      nd::SoftmaxOutput(x, nd::array({2.7, 7, -3}, ctx)).backward();
+    }
+    check_close(x.grad(), cross_entropy_gradient({2, -1, -1}, {1, 1, 1}));
+    // Without a label (as graph::drop_labels leaves it) the gradient is softmax's: y (g - sum(g y)).
+    {
+      auto scope = ag::record();
+      nd::SoftmaxOutput(x).backward(nd::array({{1, 0, 0}, {1, 0, 0}, {1, 0, 0}}, ctx));
+    }
+    check_close(x.grad(), {0.125 * 0.875, -0.125 * 0.25, -0.125 * 0.625, 0.625 * 0.375, -0.625 * 0.25, -0.625 * 0.125,
+                           2.0 / 9, -1.0 / 9, -1.0 / 9});
+    // preserve_shape: the same rows as (1, 3, 3) with label (1, 3).
+    nd::NDArray x3 = three_rows(ctx, DType::float32).reshape({1, 3, 3});
+    x3.attach_grad();
+    {
+      auto scope = ag::record();
+      nd::SoftmaxOutput(x3, nd::array({{2, 0, 1}}, ctx), {.preserve_shape = true, .normalization = "batch"}).backward();
+    }
+    BOOST_TEST(x3.grad().shape() == (mx::Shape{1, 3, 3}));
+    const double third = 1.0 / 3;
+    check_close(x3.grad(), cross_entropy_gradient({2, 0, 1}, {third, third, third}));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(softmax_output_errors_name_the_op) {
+  const nd::NDArray x = nd::ones({3, 4}), label = nd::array({0, 1, 2});
+  NDG_CHECK_THROWS_WITH(nd::SoftmaxOutput(x, label, {.multi_output = true}), mx::ValueError, "SoftmaxOutput",
+                        "multi_output", "not supported");
+  NDG_CHECK_THROWS_WITH(nd::SoftmaxOutput(x, label, {.normalization = "all"}), mx::ValueError, "SoftmaxOutput",
+                        "normalization", "all", "valid");
+  NDG_CHECK_THROWS_WITH(nd::SoftmaxOutput(x, nd::ones({3, 1})), mx::ShapeError, "SoftmaxOutput", "label (3, 1)",
+                        "data (3, 4)", "(3,)");
+  NDG_CHECK_THROWS_WITH(nd::SoftmaxOutput(x, nd::ones({3}, mx::cpu(), DType::float64)), mx::DTypeError,
+                        "SoftmaxOutput", "float64");
+  NDG_CHECK_THROWS_WITH(nd::SoftmaxOutput(nd::ones({2, 3, 4}), nd::ones({2, 3})), mx::ShapeError, "SoftmaxOutput",
+                        "(2, 3, 4)", "preserve_shape");
+  NDG_CHECK_THROWS_WITH(nd::SoftmaxOutput(nd::ones({4})), mx::ShapeError, "SoftmaxOutput", "(4,)");
+  NDG_CHECK_THROWS_WITH(nd::SoftmaxOutput(nd::ones({2, 3}, mx::cpu(), DType::int32)), mx::DTypeError,
+                        "SoftmaxOutput", "int32");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,14 @@
+#pragma once
+// CUDA graphs: the GPU backend's Backend::capture (ndarray/backend.hpp). Internal to cuda/.
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "ndarray/backend.hpp"
+
+namespace mx::cuda {
+
+std::unique_ptr<CapturedWork> capture(int id, const std::function<void()>& work, const std::vector<CopyItem>& before,
+                                      const std::vector<CopyItem>& after);
+
+}  // namespace mx::cuda

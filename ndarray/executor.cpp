@@ -1,0 +1,335 @@
+#include "ndarray/executor.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <optional>
+
+#include "ndarray/autograd.hpp"
+#include "ndarray/backend.hpp"
+#include "ndarray/buffer_access.hpp"
+#include "ndarray/creation.hpp"
+#include "ndarray/describe.hpp"
+#include "ndarray/ops/reshape_kernels.hpp"
+#include "ndarray/ops/trace.hpp"
+
+namespace mx::graph {
+namespace {
+
+using nd::NDArray;
+
+std::size_t bytes_of(const NDArray& x) { return static_cast<std::size_t>(x.size()) * dtype_size(x.dtype()); }
+
+// The planner's memory: blocks of one allocation each, handed to one entry at a time (or to an
+// entry and its views), back on the free list once the last of them has been read.
+struct BlockPool {
+  struct Block {
+    std::shared_ptr<Storage> storage;
+    int live = 0;  // entries (and views) of it still to be read
+  };
+  Context ctx;
+  std::vector<Block> blocks;
+  std::vector<std::size_t> free;  // indices of blocks not in use
+  std::size_t total = 0;
+
+  // Best fit among the free blocks, else a new one.
+  std::size_t take(std::size_t bytes) {
+    auto best = free.end();
+    for (auto it = free.begin(); it != free.end(); ++it) {
+      const std::size_t size = blocks[*it].storage->bytes();
+      if (size >= bytes && (best == free.end() || size < blocks[*best].storage->bytes())) best = it;
+    }
+    if (best != free.end()) {
+      const std::size_t id = *best;
+      free.erase(best);
+      return id;
+    }
+    blocks.push_back({std::make_shared<Storage>(ctx, std::max<std::size_t>(bytes, 1)), 0});
+    total += blocks.back().storage->bytes();
+    return blocks.size() - 1;
+  }
+  void release(std::size_t id) {
+    if (--blocks[id].live == 0) free.push_back(id);
+  }
+};
+
+bool is_view_op(const op::OpDef* op) { return op == &op::reshape_op() || op == &op::flatten_op(); }
+
+}  // namespace
+
+std::string forward_name(Entry e) { return "_fwd" + std::to_string(e.node) + "_" + std::to_string(e.index); }
+
+Executor::Executor(std::shared_ptr<const Graph> g, bool training, std::vector<std::string> feed_names,
+                   const std::vector<NDArray>& feed_examples, std::vector<std::string> bound_names,
+                   const std::vector<NDArray>& bound, Options options)
+    : graph_(std::move(g)), training_(training), feed_names_(std::move(feed_names)),
+      bound_names_(std::move(bound_names)), options_(std::move(options)) {
+  if (feed_examples.size() != feed_names_.size() || bound.size() != bound_names_.size()) {
+    throw ValueError("graph executor: the arrays do not match the names given");
+  }
+  if (feed_examples.empty()) throw ValueError("graph executor: a graph needs at least one input");
+  ctx_ = feed_examples.front().context();
+  const auto node_of = [&](const std::string& name) -> std::optional<std::uint32_t> {
+    for (std::uint32_t id : graph_->arg_nodes()) {
+      if (graph_->nodes[id].name == name) return id;
+    }
+    return std::nullopt;
+  };
+  for (std::size_t i = 0; i < feed_names_.size(); ++i) {
+    const auto id = node_of(feed_names_[i]);
+    if (!id) throw ValueError("graph executor: the graph has no input '" + feed_names_[i] + "'");
+    feed_nodes_.push_back(*id);
+    feed_buffers_.emplace_back(feed_examples[i].shape(), ctx_, feed_examples[i].dtype());
+  }
+  for (const std::string& name : bound_names_) {
+    const auto id = node_of(name);
+    bound_nodes_.push_back(id ? *id : UINT32_MAX);  // a bound array the graph does not read
+  }
+  plan(bound);
+}
+
+Executor::~Executor() = default;
+
+void Executor::plan(const std::vector<NDArray>& bound) {
+  const Graph& g = *graph_;
+  const std::size_t n = g.nodes.size();
+  bound_ = bound;
+  captured_.reset();
+  capture_tried_ = false;
+  values_.assign(n, {});
+  steps_.clear();
+  // The last node that reads each entry (INT_MAX: read after the run, by the caller or a backward
+  // graph; the node itself: read by none).
+  std::vector<std::vector<int>> last_use(n);
+  for (std::size_t i = 0; i < n; ++i) last_use[i].assign(g.nodes[i].num_outputs, static_cast<int>(i));
+  for (std::size_t i = 0; i < n; ++i) {
+    for (const Entry& e : g.nodes[i].inputs) {
+      auto& slot = last_use[e.node].at(e.index);
+      slot = std::max(slot, static_cast<int>(i));
+    }
+  }
+  for (const Entry& e : g.heads) last_use[e.node].at(e.index) = INT_MAX;
+  for (const Entry& e : options_.keep) last_use.at(e.node).at(e.index) = INT_MAX;
+  if (!options_.reuse_memory) {
+    for (auto& uses : last_use) std::fill(uses.begin(), uses.end(), INT_MAX);
+  }
+
+  // Variables: the feeds' own buffers and the bound arrays.
+  std::vector<bool> given(n, false);
+  for (std::size_t i = 0; i < feed_nodes_.size(); ++i) values_[feed_nodes_[i]] = {feed_buffers_[i]}, given[feed_nodes_[i]] = true;
+  for (std::size_t i = 0; i < bound_nodes_.size(); ++i) {
+    if (bound_nodes_[i] == UINT32_MAX || given[bound_nodes_[i]]) continue;
+    values_[bound_nodes_[i]] = {bound[i]};
+    given[bound_nodes_[i]] = true;
+  }
+  for (std::uint32_t id : g.arg_nodes()) {
+    if (!given[id]) throw ValueError("graph executor: no array given for the variable '" + g.nodes[id].name + "'");
+  }
+
+  BlockPool pool{ctx_, {}, {}, 0};
+  std::vector<std::vector<int>> block_of(n);  // each entry's block, -1 for none of the pool's
+  std::vector<op::OutputSpec> specs;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Node& node = g.nodes[i];
+    block_of[i].assign(node.num_outputs, -1);
+    if (node.is_variable()) continue;
+    op::Invocation inv{node.op, node.params, std::vector<NDArray>(node.num_inputs), {}};
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      inv.inputs[node.input_slots[k]] = values_[node.inputs[k].node].at(node.inputs[k].index);
+    }
+    const auto alias = [&](std::size_t out, const NDArray& view, const Entry& of) {
+      values_[i].resize(node.num_outputs);
+      values_[i][out] = view;
+      const int block = block_of[of.node][of.index];
+      block_of[i][out] = block;
+      if (block >= 0) ++pool.blocks[static_cast<std::size_t>(block)].live;
+    };
+    if (node.op->mode && !node.op->mode(inv.params, training_)) {
+      alias(0, inv.inputs.at(0), node.inputs.at(0));  // the identity in this mode
+    } else {
+      specs.clear();
+      try {
+        node.op->infer(inv, specs);
+      } catch (const Error& e) {
+        throw ValueError("graph executor: node '" + node.name + "': " + e.what());
+      }
+      if (is_view_op(node.op) && inv.inputs[0].is_contiguous()) {
+        alias(0, inv.inputs[0].reshape(specs.at(0).shape), node.inputs.at(0));
+      } else {
+        for (std::size_t j = 0; j < specs.size(); ++j) {
+          const std::size_t id =
+              pool.take(static_cast<std::size_t>(specs[j].shape.numel()) * dtype_size(specs[j].dtype));
+          ++pool.blocks[id].live;
+          block_of[i].resize(std::max(block_of[i].size(), j + 1), -1);
+          block_of[i][j] = static_cast<int>(id);
+          inv.outputs.push_back(nd::detail::BufferAccess::view(pool.blocks[id].storage, specs[j].shape, specs[j].dtype));
+        }
+        values_[i] = inv.outputs;
+        steps_.push_back(std::move(inv));
+      }
+    }
+    // Entries whose last reader is this node (or that none reads) give their blocks back.
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      const Entry& e = node.inputs[k];
+      if (std::find(node.inputs.begin(), node.inputs.begin() + static_cast<std::ptrdiff_t>(k), e) !=
+          node.inputs.begin() + static_cast<std::ptrdiff_t>(k)) {
+        continue;  // read twice (x + x): released once
+      }
+      const int block = block_of[e.node][e.index];
+      if (block >= 0 && last_use[e.node][e.index] == static_cast<int>(i)) pool.release(static_cast<std::size_t>(block));
+    }
+    for (std::size_t j = 0; j < block_of[i].size(); ++j) {  // outputs beyond num_outputs: read by none
+      const bool unread = j >= last_use[i].size() || last_use[i][j] == static_cast<int>(i);
+      if (block_of[i][j] >= 0 && unread) pool.release(static_cast<std::size_t>(block_of[i][j]));
+    }
+  }
+  planned_bytes_ = pool.total;
+  for (const NDArray& f : feed_buffers_) planned_bytes_ += bytes_of(f);
+  // Ops that draw random numbers run on every replay with new draws, which a captured graph
+  // cannot give: such graphs replay op by op.
+  capturable_ = options_.capture && ctx_.is_gpu();
+  for (const op::Invocation& step : steps_) capturable_ = capturable_ && !step.op->random;
+  for (const Entry& e : g.heads) capturable_ = capturable_ && bytes_of(values_[e.node].at(e.index)) > 0;
+  for (const NDArray& f : feed_buffers_) capturable_ = capturable_ && bytes_of(f) > 0;
+}
+
+void Executor::run_steps() {
+  for (const op::Invocation& step : steps_) op::run_kernel(step);
+}
+
+const NDArray& Executor::value(Entry e) const { return values_.at(e.node).at(e.index); }
+
+const NDArray& Executor::variable(const std::string& name) const {
+  for (std::uint32_t id : graph_->arg_nodes()) {
+    if (graph_->nodes[id].name == name) return values_[id].at(0);
+  }
+  throw ValueError("graph executor: no variable '" + name + "'");
+}
+
+std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std::vector<NDArray>& bound) {
+  if (feeds.size() != feed_buffers_.size()) {
+    throw ValueError("hybridized graph: takes " + std::to_string(feed_buffers_.size()) + " input(s), got " +
+                     std::to_string(feeds.size()));
+  }
+  for (std::size_t i = 0; i < feeds.size(); ++i) {
+    const NDArray& x = feeds[i];
+    nd::check_not_none("hybridized graph", x);
+    if (x.shape() != feed_buffers_[i].shape() || x.dtype() != feed_buffers_[i].dtype() || x.context() != ctx_) {
+      throw ValueError("hybridized graph: input '" + feed_names_[i] + "' was planned as " +
+                       nd::describe(feed_buffers_[i]) + ", got " + nd::describe(x));
+    }
+  }
+  if (bound.size() != bound_.size()) throw ValueError("hybridized graph: the bound arrays do not match the plan");
+  for (std::size_t i = 0; i < bound.size(); ++i) {
+    if (!bound[i].is(bound_[i])) {
+      plan(bound);
+      break;
+    }
+  }
+  std::vector<NDArray> outputs;
+  for (const Entry& e : graph_->heads) {
+    const NDArray& v = values_[e.node].at(e.index);
+    outputs.emplace_back(v.shape(), ctx_, v.dtype());
+  }
+  std::vector<NDArray> dense_feeds;
+  for (const NDArray& x : feeds) dense_feeds.push_back(x.contiguous());
+  const auto copies = [&](bool in) {
+    std::vector<CopyItem> items;
+    for (std::size_t i = 0; in && i < feeds.size(); ++i) {
+      items.push_back({feed_buffers_[i].data(), dense_feeds[i].data(), bytes_of(feed_buffers_[i])});
+    }
+    for (std::size_t i = 0; !in && i < outputs.size(); ++i) {
+      const NDArray& v = values_[graph_->heads[i].node].at(graph_->heads[i].index);
+      items.push_back({outputs[i].data(), v.contiguous().data(), bytes_of(v)});
+    }
+    return items;
+  };
+  Backend& b = backend(ctx_);
+  if (captured_) {
+    captured_->launch(copies(true), copies(false));
+    return outputs;
+  }
+  b.copy_batch(ctx_, copies(true));
+  run_steps();
+  b.copy_batch(ctx_, copies(false));
+  // The first run has chosen every kernel's algorithm and made every lazy handle: the next ones
+  // are captured.
+  if (capturable_ && !capture_tried_) try_capture(dense_feeds, outputs);
+  return outputs;
+}
+
+void Executor::try_capture(const std::vector<NDArray>& feeds, const std::vector<NDArray>& outputs) {
+  capture_tried_ = true;
+  std::vector<CopyItem> before, after;
+  for (std::size_t i = 0; i < feeds.size(); ++i) before.push_back({feed_buffers_[i].data(), feeds[i].data(), bytes_of(feeds[i])});
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const NDArray& v = values_[graph_->heads[i].node].at(graph_->heads[i].index);
+    if (!v.is_contiguous()) return;
+    after.push_back({outputs[i].data(), v.data(), bytes_of(v)});
+  }
+  captured_ = backend(ctx_).capture(ctx_, [&] { run_steps(); }, before, after);
+}
+
+namespace {
+
+// a is a contiguous reshape of the contiguous v (the same elements, in the same order).
+bool is_view_of(const NDArray& a, const NDArray& v) {
+  return !v.is_none() && a.is_contiguous() && v.is_contiguous() && a.data() == v.data() && a.size() == v.size() &&
+         a.dtype() == v.dtype();
+}
+
+}  // namespace
+
+GradientGraph gradient(const Graph& g, const std::map<std::string, NDArray>& variables, const std::vector<std::string>& wrt) {
+  if (g.heads.size() != 1) throw ValueError("hybridize: backward through a graph of one output only");
+  const autograd::Scope recording(true, autograd::is_training());
+  // The variables as detached handles, those of wrt marked for their gradients.
+  std::map<std::string, NDArray> marked;
+  for (const auto& [name, value] : variables) {
+    NDArray v = value.detach();
+    if (std::find(wrt.begin(), wrt.end(), name) != wrt.end()) autograd::mark_variable(v, nd::zeros_like(v));
+    marked.emplace(name, v);
+  }
+  std::vector<std::vector<NDArray>> values;
+  const NDArray head = run(g, marked, &values).at(0);
+  std::vector<NDArray> wrt_arrays;
+  for (const std::string& name : wrt) wrt_arrays.push_back(marked.at(name));
+
+  GradientGraph out;
+  std::vector<Entry> forward_entries;
+  // A gradient reads forward values and variables, or reshaped views of them (FullyConnected's
+  // gradient flattens its input): exact matches first.
+  const auto find = [&](const NDArray& a, bool view) -> std::optional<Named> {
+    const auto matches = [&](const NDArray& v) { return view ? is_view_of(a, v) : v.is(a); };
+    for (const auto& [name, v] : marked) {
+      if (matches(v)) return Named{name, v};
+    }
+    for (std::uint32_t n = 0; n < values.size(); ++n) {
+      for (std::uint32_t i = 0; i < values[n].size(); ++i) {
+        if (!matches(values[n][i])) continue;
+        const Entry e{n, i};
+        if (std::find(forward_entries.begin(), forward_entries.end(), e) == forward_entries.end()) forward_entries.push_back(e);
+        return Named{forward_name(e), values[n][i]};
+      }
+    }
+    return std::nullopt;
+  };
+  const auto name_of = [&](const NDArray& a) -> std::optional<Named> {
+    if (auto named = find(a, false)) return named;
+    return find(a, true);
+  };
+  Graph backward = trace(
+      [&](const std::vector<NDArray>& in) {
+        std::vector<NDArray> heads;
+        for (const NDArray& grad : autograd::grad(head, wrt_arrays, in[0])) {
+          out.head_of.push_back(grad.is_none() ? -1 : static_cast<int>(heads.size()));
+          if (!grad.is_none()) heads.push_back(grad);
+        }
+        return heads;
+      },
+      {nd::ones_like(head)}, {"head_grad"}, name_of);
+  out.graph = std::make_shared<const Graph>(std::move(backward));
+  out.forward_entries = std::move(forward_entries);
+  return out;
+}
+
+}  // namespace mx::graph

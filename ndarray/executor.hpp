@@ -1,0 +1,97 @@
+#pragma once
+// graph::Executor: a graph planned once for one input signature and replayed without the op front
+// end, as MXNet's CachedOp with static_alloc. Internal header; gluon::Block's hybridize uses it.
+//
+// Planning (once): every op's outputs get a buffer, inferred from the op's shape inference;
+// intermediates share buffers by liveness (a buffer serves the next op once its last reader has
+// run), and views cost nothing (Reshape and Flatten of a contiguous array, and an op that is the
+// identity in this mode, are the same memory). Each op becomes a prebuilt Invocation.
+// Replay: the inputs are copied into their planned buffers, the invocations run through their
+// kernels, and the results are copied out into new arrays. On a GPU the second replay captures
+// all of this into a CUDA graph (Backend::capture), and every later one is a single launch.
+//
+// gradient() traces the backward pass of a graph into a graph of its own (MXNet's backward
+// CachedOp), whose variables are the forward graph's variables, the head's gradient and the
+// forward values the gradients read; an Executor of it replays the backward pass the same way.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ndarray/array.hpp"
+#include "ndarray/graph.hpp"
+
+namespace mx {
+class CapturedWork;
+}
+
+namespace mx::graph {
+
+class Executor {
+ public:
+  struct Options {
+    bool reuse_memory = true;  // intermediates share buffers by liveness
+    std::vector<Entry> keep;   // entries whose buffers stay theirs after a run (value() reads them)
+    bool capture = true;       // replay as a captured graph where the context can
+  };
+
+  // g, run in training or prediction mode (`training`: the mode its BatchNorm and Dropout run in),
+  // with `feeds` the variables given at each run (copied in; of the shapes, dtypes and context of
+  // feed_examples) and every other variable bound by name to an array of `bound_names`/`bound`,
+  // read and written in place (parameters, running statistics). mx::ValueError naming a variable
+  // that has no array, or an op whose inference fails.
+  Executor(std::shared_ptr<const Graph> g, bool training, std::vector<std::string> feed_names,
+           const std::vector<nd::NDArray>& feed_examples, std::vector<std::string> bound_names,
+           const std::vector<nd::NDArray>& bound, Options options);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // The heads' values, as new arrays, for feeds of the planned shapes, dtypes and context
+  // (mx::ValueError naming the difference otherwise) and the bound arrays in bound_names' order.
+  // A bound array that is no longer the planned one (a parameter given new storage) re-plans.
+  std::vector<nd::NDArray> run(const std::vector<nd::NDArray>& feeds, const std::vector<nd::NDArray>& bound);
+
+  // A variable's or op output's planned array (a feed's holds the last run's input). Kept
+  // entries (Options::keep), variables and heads hold their values until the next run.
+  const nd::NDArray& value(Entry e) const;
+  const nd::NDArray& variable(const std::string& name) const;
+  // Whether runs are launched as one captured graph now.
+  bool captured() const { return captured_ != nullptr; }
+  // Bytes of the planned buffers (the feeds' and the intermediates', not the bound arrays').
+  std::size_t planned_bytes() const { return planned_bytes_; }
+
+ private:
+  void plan(const std::vector<nd::NDArray>& bound);
+  void run_steps();
+  void try_capture(const std::vector<nd::NDArray>& feeds, const std::vector<nd::NDArray>& outputs);
+
+  std::shared_ptr<const Graph> graph_;
+  bool training_;
+  std::vector<std::string> feed_names_, bound_names_;
+  std::vector<std::uint32_t> feed_nodes_, bound_nodes_;
+  std::vector<nd::NDArray> feed_buffers_, bound_;
+  Options options_;
+  Context ctx_;
+  std::vector<std::vector<nd::NDArray>> values_;
+  std::vector<op::Invocation> steps_;
+  std::size_t planned_bytes_ = 0;
+  bool capturable_ = false, capture_tried_ = false;
+  std::unique_ptr<CapturedWork> captured_;
+};
+
+// The backward pass of g (one head) for the variables `wrt`, traced once on the given values of
+// g's variables. Its variables: "head_grad" (the head's gradient), g's variables by name, and
+// forward values by forward_name(entry); its heads: the gradients of wrt that are not none, in
+// order, with `head_of[i]` the head of wrt[i] (-1: no gradient flows to it).
+struct GradientGraph {
+  std::shared_ptr<const Graph> graph;
+  std::vector<int> head_of;
+  std::vector<Entry> forward_entries;  // the forward values it reads, as forward_name names them
+};
+GradientGraph gradient(const Graph& g, const std::map<std::string, nd::NDArray>& variables,
+                       const std::vector<std::string>& wrt);
+std::string forward_name(Entry e);  // "_fwd3_0"
+
+}  // namespace mx::graph

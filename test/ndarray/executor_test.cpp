@@ -1,0 +1,129 @@
+// graph::Executor, the replay of a traced graph over planned buffers, and graph::gradient, its
+// backward graph: the same values as the op-by-op run, buffers shared by liveness, bound arrays
+// read in place, feeds checked, and gradients equal to autograd's, on every context.
+#include "test/support/boost_test.hpp"
+#include "test/support/arrays.hpp"
+#include "test/support/contexts.hpp"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ndarray/autograd.hpp>
+#include <ndarray/executor.hpp>
+#include <ndarray/graph.hpp>
+#include <ndarray/ndarray.hpp>
+
+namespace nd = mx::nd;
+namespace graph = mx::graph;
+using ndg_test::check_close;
+using ndg_test::random_array;
+
+namespace {
+
+// y = tanh(relu(x · wᵀ) * 2 + 1) - 0.5, then ten more elementwise steps: a chain whose
+// intermediates can share two buffers.
+std::shared_ptr<const graph::Graph> chain(const nd::NDArray& x, const nd::NDArray& w) {
+  const graph::NameOf name_of = [&](const nd::NDArray& a) -> std::optional<graph::Named> {
+    if (a.is(w)) return graph::Named{"w", w};
+    return std::nullopt;
+  };
+  return std::make_shared<const graph::Graph>(graph::trace(
+      [&](const std::vector<nd::NDArray>& in) {
+        nd::NDArray y = (nd::dot(in[0], w, false, true).relu() * 2.0 + 1.0).tanh() - 0.5;
+        for (int i = 0; i < 10; ++i) y = y.sigmoid() * 1.5;
+        return std::vector{y};
+      },
+      {x}, {"x"}, name_of));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(executor)
+
+BOOST_AUTO_TEST_CASE(replays_the_op_by_op_values_over_shared_buffers) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray w = random_array({16, 8}, ctx, 1);
+    const auto g = chain(random_array({4, 8}, ctx, 2), w);
+    graph::Executor planned(g, false, {"x"}, {random_array({4, 8}, ctx, 3)}, {"w"}, {w}, {});
+    graph::Executor unplanned(g, false, {"x"}, {random_array({4, 8}, ctx, 3)}, {"w"}, {w}, {.reuse_memory = false, .keep = {}, .capture = true});
+    for (unsigned run = 0; run < 4; ++run) {  // on a GPU the second run captures and the later ones replay
+      BOOST_TEST_CONTEXT("run " << run) {
+        const nd::NDArray x = random_array({4, 8}, ctx, 10 + run);
+        const std::vector<double> want = graph::run(*g, {{"x", x}, {"w", w}}).at(0).asvector<double>();
+        check_close(planned.run({x}, {w}).at(0), want, 0, 0);
+        check_close(unplanned.run({x}, {w}).at(0), want, 0, 0);
+      }
+    }
+    // 24 op outputs of 4×16 floats: by liveness, the input and two alternating buffers.
+    const std::size_t buffer = 4 * 16 * sizeof(float);
+    BOOST_TEST(unplanned.planned_bytes() >= 23 * buffer);
+    BOOST_TEST(planned.planned_bytes() <= 4 * buffer);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(bound_arrays_are_read_at_each_run) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray w = random_array({16, 8}, ctx, 1);
+    const auto g = chain(random_array({2, 8}, ctx, 2), w);
+    graph::Executor exec(g, false, {"x"}, {random_array({2, 8}, ctx, 3)}, {"w"}, {w}, {});
+    const nd::NDArray x = random_array({2, 8}, ctx, 4);
+    exec.run({x}, {w});
+    exec.run({x}, {w});
+    // Written in place (as an optimizer does): the next run sees it.
+    random_array({16, 8}, ctx, 5).copyto(w);
+    check_close(exec.run({x}, {w}).at(0), graph::run(*g, {{"x", x}, {"w", w}}).at(0).asvector<double>(), 0, 0);
+    // A new array in its place: planned again.
+    const nd::NDArray w2 = random_array({16, 8}, ctx, 6);
+    check_close(exec.run({x}, {w2}).at(0), graph::run(*g, {{"x", x}, {"w", w2}}).at(0).asvector<double>(), 0, 0);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(feeds_of_another_signature_are_typed_errors) {
+  const nd::NDArray w = random_array({16, 8}, mx::cpu(), 1);
+  const auto g = chain(random_array({2, 8}, mx::cpu(), 2), w);
+  graph::Executor exec(g, false, {"x"}, {random_array({2, 8}, mx::cpu(), 3)}, {"w"}, {w}, {});
+  NDG_CHECK_THROWS_WITH(exec.run({nd::ones({3, 8})}, {w}), mx::ValueError, "'x'", "(2, 8)", "(3, 8)");
+  NDG_CHECK_THROWS_WITH(exec.run({}, {w}), mx::ValueError, "1");
+  NDG_CHECK_THROWS_WITH(graph::Executor(g, false, {"x"}, {nd::ones({2, 8})}, {}, {}, {}), mx::ValueError, "'w'");
+  // Still usable after the errors.
+  const nd::NDArray x = random_array({2, 8}, mx::cpu(), 4);
+  check_close(exec.run({x}, {w}).at(0), graph::run(*g, {{"x", x}, {"w", w}}).at(0).asvector<double>(), 0, 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_gradient_graph_gives_autograds_gradients) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray w = random_array({16, 8}, ctx, 1);
+    w.attach_grad();  // traced as needing its gradient (the trace's dot then records it)
+    const nd::NDArray x0 = random_array({3, 8}, ctx, 2);
+    const auto g = chain(x0, w);
+    const graph::GradientGraph grad = graph::gradient(*g, {{"x", x0}, {"w", w}}, {"x", "w"});
+    BOOST_TEST(grad.head_of == (std::vector<int>{0, 1}), boost::test_tools::per_element());
+    for (unsigned run = 0; run < 3; ++run) {
+      BOOST_TEST_CONTEXT("run " << run) {
+        const nd::NDArray x = random_array({3, 8}, ctx, 20 + run), head = random_array({3, 16}, ctx, 30 + run);
+        // autograd's gradients of sum(y * head)
+        nd::NDArray xv = x.copy(), wv = w.copy();
+        xv.attach_grad();
+        wv.attach_grad();
+        {
+          auto recording = mx::autograd::record();
+          graph::run(*g, {{"x", xv}, {"w", wv}}).at(0).backward(head);
+        }
+        // The backward graph, fed the forward's values.
+        std::vector<std::vector<nd::NDArray>> values;
+        graph::run(*g, {{"x", x}, {"w", w}}, &values);
+        std::map<std::string, nd::NDArray> fed{{"head_grad", head}, {"x", x}, {"w", w}};
+        for (const graph::Entry& e : grad.forward_entries) fed.emplace(graph::forward_name(e), values[e.node][e.index]);
+        std::map<std::string, nd::NDArray> used;
+        for (const std::string& name : grad.graph->variable_names()) used.emplace(name, fed.at(name));
+        const std::vector<nd::NDArray> got = graph::run(*grad.graph, used);
+        check_close(got.at(0), xv.grad().asvector<double>(), 1e-6, 1e-7);
+        check_close(got.at(1), wv.grad().asvector<double>(), 1e-6, 1e-7);
+      }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
