@@ -47,6 +47,8 @@ struct Row {
   double ndgluon = 0;     // in `metric`
   double raw = 0;         // in `metric`, 0 if not applicable
   double target = 0;      // minimum ndgluon/raw ratio, 0 if none
+  double limit = 0;       // target for ndgluon itself, in `metric`: at most (times) or at least, 0 if none
+  double peer_target = 0; // minimum "ndgluon vs PyTorch" ratio, 0 if none
   double peer = 0;        // PyTorch, in `metric`, 0 if not measured
   bool higher_is_better = true;
   double work = 0;        // bytes, flop or values per op: metric = work / seconds / unit
@@ -62,19 +64,43 @@ inline void attach_peer(std::vector<Row>& rows, const std::map<std::string, doub
   }
 }
 
+// The target column: ">= 0.95" (ndgluon/raw), "<= 6 us/forward" (limit), ">= 3.00x PyTorch"
+// (peer_target), joined by "; ", or "-". A target missed is marked beside its figure.
+inline std::string target_text(const Row& r) {
+  std::string text;
+  char buffer[128];
+  const auto add = [&](const char* part) { text += (text.empty() ? "" : "; ") + std::string(part); };
+  if (r.target > 0) {
+    std::snprintf(buffer, sizeof buffer, ">= %.2f", r.target);
+    add(buffer);
+  }
+  if (r.limit > 0) {
+    std::snprintf(buffer, sizeof buffer, "%s %g %s", r.higher_is_better ? ">=" : "<=", r.limit, r.metric.c_str());
+    add(buffer);
+  }
+  if (r.peer_target > 0) {
+    std::snprintf(buffer, sizeof buffer, ">= %.2fx PyTorch", r.peer_target);
+    add(buffer);
+  }
+  return text.empty() ? "-" : text;
+}
+
 inline void print_table(const std::vector<Row>& rows, FILE* out = stdout) {
   std::fprintf(out, "| case | metric | ndgluon | raw | ndgluon/raw | target | PyTorch | ndgluon vs PyTorch |\n");
   std::fprintf(out, "|---|---|---:|---:|---:|---:|---:|---:|\n");
   for (const Row& r : rows) {
     const double ratio = r.raw > 0 ? (r.higher_is_better ? r.ndgluon / r.raw : r.raw / r.ndgluon) : 0;
     const double vs_peer = r.peer > 0 ? (r.higher_is_better ? r.ndgluon / r.peer : r.peer / r.ndgluon) : 0;
-    std::fprintf(out, "| %s | %s | %.4g | ", r.name.c_str(), r.metric.c_str(), r.ndgluon);
+    const bool missed_limit = r.limit > 0 && (r.higher_is_better ? r.ndgluon < r.limit : r.ndgluon > r.limit);
+    std::fprintf(out, "| %s | %s | %.4g%s | ", r.name.c_str(), r.metric.c_str(), r.ndgluon, missed_limit ? " (missed)" : "");
     if (r.raw > 0) std::fprintf(out, "%.4g | %.3f%s | ", r.raw, ratio, r.target > 0 && ratio < r.target ? " (below)" : "");
     else std::fprintf(out, "- | - | ");
-    if (r.target > 0) std::fprintf(out, ">= %.2f | ", r.target);
-    else std::fprintf(out, "- | ");
-    if (r.peer > 0) std::fprintf(out, "%.4g | %.2fx |\n", r.peer, vs_peer);
-    else std::fprintf(out, "n/a | - |\n");
+    std::fprintf(out, "%s | ", target_text(r).c_str());
+    if (r.peer > 0) {
+      std::fprintf(out, "%.4g | %.2fx%s |\n", r.peer, vs_peer, r.peer_target > 0 && vs_peer < r.peer_target ? " (below)" : "");
+    } else {
+      std::fprintf(out, "n/a | - |\n");
+    }
   }
 }
 

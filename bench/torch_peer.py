@@ -1,5 +1,6 @@
-"""PyTorch on the cases of bench/ndarray_bench.cu (no argument), bench/gluon_bench.cu ('gluon') or
-bench/conv_bench.cu ('conv'), on the same GPU: prints 'case seconds-per-op'."""
+"""PyTorch on the cases of bench/ndarray_bench.cu (no argument), bench/gluon_bench.cu ('gluon'),
+bench/conv_bench.cu ('conv') or bench/hybridize_bench.cu ('hybridize'), on the same GPU: prints
+'case seconds-per-op'."""
 import statistics
 import sys
 import time
@@ -172,5 +173,96 @@ def gluon():
             print(f"mlp{batch}", median_seconds(lambda: mlp(xb), 1000))
 
 
+def mlp_784_256_256_10(dev):
+    nn = torch.nn
+    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                         nn.Linear(256, 10)).to(dev)
+
+
+def warm_up_on_side_stream(fn, iterations=3):
+    """Runs fn on a side stream before a capture, as torch.cuda.graph's documentation does."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(iterations):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+
+
+def captured(fn, copies):
+    """fn() captured in a CUDA graph after a warm-up; returns the replay, which first copies each
+    (new, static) pair of copies into the graph's static input, as users of a graph do."""
+    warm_up_on_side_stream(fn)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = fn()
+
+    def replay():
+        for new, static in copies:
+            static.copy_(new)
+        graph.replay()
+        return static_out  # the graph writes its output there
+    return replay
+
+
+def hybridize():
+    """The cases of bench/hybridize_bench.cu, eager ('KEY') and captured in a CUDA graph
+    ('KEY_graph'): MLP 784-256-256-10 forward at batch 1 and 64, a training step at batch 256
+    (SGD lr 0.1, cross-entropy; the whole step captured, as the 'whole network capture' recipe of
+    PyTorch's CUDA graphs documentation), and a chain of 50 adds on 4 values (seconds per add)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dev = torch.device("cuda:0")
+    with torch.no_grad():
+        for batch in (1, 64):
+            mlp = mlp_784_256_256_10(dev)
+            x = torch.rand(batch, 784, device=dev)
+            static_x = torch.rand(batch, 784, device=dev)
+            print(f"mlp{batch}", median_seconds(lambda: mlp(x), 1000))
+            print(f"mlp{batch}_graph", median_seconds(captured(lambda: mlp(static_x), [(x, static_x)]), 1000))
+
+    batch = 256
+    data = torch.rand(batch, 784, device=dev)
+    target = torch.randint(0, 10, (batch,), device=dev)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for graphed in (False, True):
+        net = mlp_784_256_256_10(dev)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        static_data, static_target = data.clone(), target.clone()
+        if graphed:
+            def warm_up_step():
+                opt.zero_grad(set_to_none=True)
+                loss_fn(net(static_data), static_target).backward()
+                opt.step()
+            warm_up_on_side_stream(warm_up_step)
+            graph = torch.cuda.CUDAGraph()
+            opt.zero_grad(set_to_none=True)  # backward's .grad then come from the graph's pool
+            with torch.cuda.graph(graph):
+                loss_fn(net(static_data), static_target).backward()
+                opt.step()
+
+            def step():
+                static_data.copy_(data)
+                static_target.copy_(target)
+                graph.replay()
+        else:
+            def step():
+                opt.zero_grad(set_to_none=True)
+                loss_fn(net(data), target).backward()
+                opt.step()
+        print("step256_graph" if graphed else "step256", median_seconds(step, 200))
+
+    adds = 50
+    x = torch.rand(4, device=dev)
+    static_x = torch.rand(4, device=dev)
+
+    def chain(a):
+        y = a + a
+        for _ in range(adds - 1):
+            y = y + a
+        return y
+    print("add_chain", median_seconds(lambda: chain(x), 1000) / adds)
+    print("add_chain_graph", median_seconds(captured(lambda: chain(static_x), [(x, static_x)]), 1000) / adds)
+
+
 if __name__ == "__main__":
-    {"gluon": gluon, "conv": conv}.get(sys.argv[1] if len(sys.argv) == 2 else "", main)()
+    {"gluon": gluon, "conv": conv, "hybridize": hybridize}.get(sys.argv[1] if len(sys.argv) == 2 else "", main)()

@@ -1,0 +1,167 @@
+// hybridize() benchmarks: each case eager and hybridized (hybridize(true, static_alloc, static_shape)),
+// beside PyTorch eager and PyTorch with the same work captured in a CUDA graph (bench/torch_peer.py
+// hybridize), measured in one run. Float32; the MLP is 784-256-256-10 (Dense relu, Dense relu, Dense).
+//   - MLP forward at batch 1 and 64 on gpu(0): microseconds per forward (no autograd).
+//   - Training step at batch 256 on gpu(0): record, forward, SoftmaxCrossEntropyLoss, backward,
+//     trainer.step (SGD, lr 0.1). The data stay on the GPU.
+//   - Tiny add chain on gpu(0): a block whose forward is y = x + x, then 49 times y = y + x, on a
+//     (4,) array: microseconds per add, all host dispatch.
+//   - On cpu(0): the MLP forward at batch 64 and the training step (no peer).
+// Each hybridized row's "raw" column is the same case run eagerly, so ndgluon/raw is the speed-up
+// of hybridize (on the CPU, its target 1.0 says hybridized is never slower). Its PyTorch column
+// is the CUDA-graph replay, which includes copying the new input into the graph's static input
+// (the training step: input and labels), as users of torch.cuda.graph do.
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gluon/loss.hpp>
+#include <gluon/nn.hpp>
+#include <gluon/trainer.hpp>
+
+#include "bench/bench_util.hpp"
+#include "bench/peer_cli.hpp"
+
+namespace nd = mx::nd;
+namespace nn = mx::gluon::nn;
+
+namespace {
+
+constexpr int kAdds = 50;               // ops in the tiny add chain
+constexpr std::int64_t kStepBatch = 256;  // training step batch
+
+void nd_sync() { nd::waitall(); }
+
+// The MLP 784-256-256-10 on ctx, hybridized with static_alloc and static_shape when asked.
+nn::Sequential mlp(mx::Context ctx, bool hybridized) {
+  nn::Sequential net;
+  net.add(nn::Dense(256, "relu"), nn::Dense(256, "relu"), nn::Dense(10));
+  net.initialize(mx::init::Xavier(), ctx);
+  if (hybridized) net.hybridize(true, true, true);
+  return net;
+}
+
+// y = x + x, then y = y + x until kAdds adds: a forward of tiny ops only.
+class AddChain : public mx::gluon::Block {
+ public:
+  AddChain() : Block("add_chain") {}
+  nd::NDArray forward(const nd::NDArray& x) override {
+    nd::NDArray y = x + x;
+    for (int i = 1; i < kAdds; ++i) y = y + x;
+    return y;
+  }
+};
+
+// Seconds per MLP forward of a (batch, 784) input on ctx. The warm-up trial traces the graph.
+double forward_seconds(mx::Context ctx, std::int64_t batch, bool hybridized, int reps) {
+  nn::Sequential net = mlp(ctx, hybridized);
+  const nd::NDArray x = nd::random::uniform(0, 1, {batch, 784}, ctx);
+  nd::NDArray y;
+  return bench::median_seconds([&] { y = net(x); }, nd_sync, reps);
+}
+
+// Seconds per training step (batch kStepBatch, SGD lr 0.1) on ctx; the same code for both modes.
+double training_step_seconds(mx::Context ctx, bool hybridized, int reps) {
+  nn::Sequential net = mlp(ctx, hybridized);
+  mx::gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", 0.1}});
+  mx::gluon::loss::SoftmaxCrossEntropyLoss loss;
+  const nd::NDArray x = nd::random::uniform(0, 1, {kStepBatch, 784}, ctx);
+  // Labels 0..9: uniform in [0, 9.99), truncated.
+  const nd::NDArray label =
+      nd::random::uniform(0, 9.99, {kStepBatch}, ctx).astype(mx::DType::int32).astype(mx::DType::float32);
+  return bench::median_seconds([&] {
+    nd::NDArray l;
+    {
+      auto recording = mx::autograd::record();
+      l = loss(net(x), label);
+    }
+    l.backward();
+    trainer.step(kStepBatch);
+  }, nd_sync, reps);
+}
+
+// Seconds per add of the chain on ctx.
+double add_chain_seconds_per_op(mx::Context ctx, bool hybridized, int reps) {
+  AddChain chain;
+  if (hybridized) chain.hybridize(true, true, true);
+  const nd::NDArray x = nd::random::uniform(0, 1, {4}, ctx);
+  nd::NDArray y;
+  return bench::median_seconds([&] { y = chain(x); }, nd_sync, reps) / kAdds;
+}
+
+// The rows of one case: eager (PyTorch eager as its peer) and hybridized (eager as its raw column,
+// PyTorch's CUDA graph as its peer). limit: the hybridized row's target, in `metric`. peer_key ""
+// (the cpu(0) cases) leaves the PyTorch columns empty and sets the target ndgluon/raw >= 1.0:
+// hybridized at least as fast as eager.
+void add_case(std::vector<bench::Row>& rows, const std::string& name, const std::string& metric,
+              const std::string& peer_key, double eager_seconds, double hybridized_seconds, double limit = 0) {
+  bench::Row eager;
+  eager.name = name + ", eager";
+  eager.peer_key = peer_key;
+  eager.metric = metric;
+  eager.unit = 0;
+  eager.higher_is_better = false;
+  eager.ndgluon = eager.from_seconds(eager_seconds);
+  rows.push_back(eager);
+  bench::Row hybridized = eager;
+  hybridized.name = name + (peer_key.empty() ? ", hybridized (vs eager)" : ", hybridized (vs eager; PyTorch: CUDA graph)");
+  hybridized.peer_key = peer_key.empty() ? "" : peer_key + "_graph";
+  hybridized.ndgluon = hybridized.from_seconds(hybridized_seconds);
+  hybridized.raw = eager.ndgluon;
+  hybridized.limit = limit;
+  if (peer_key.empty()) hybridized.target = 1.0;  // the CPU rows: never slower than eager
+  rows.push_back(hybridized);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hybridize() on gpu(0) and cpu(0): MLP 784-256-256-10 forward (batch 1, 64), training step (batch "
+               "256, SGD) and a chain of 50 tiny adds, eager and hybridized, against PyTorch eager and PyTorch "
+               "CUDA graphs, measured in one run. Run from the source root: "
+               "build/bench/hybridize_bench bench/torch_peer.py"};
+  std::string peer_script;
+  if (const std::optional<int> exit_code = bench::parse_peer_command_line(app, argc, argv, peer_script)) {
+    return *exit_code;
+  }
+  const mx::Context gpu0 = mx::gpu(0), cpu0 = mx::cpu(0);
+  std::printf("device: %s, hybridize: ndgluon eager and hybridized vs PyTorch eager and CUDA graph; "
+              "cpu(0) rows on %u hardware threads\n",
+              mx::gpu_name(0).c_str(), std::thread::hardware_concurrency());
+  std::vector<bench::Row> rows;
+
+  for (const std::int64_t batch : {1, 64}) {
+    const double eager = forward_seconds(gpu0, batch, false, 1000);
+    const double hybridized = forward_seconds(gpu0, batch, true, 1000);
+    add_case(rows, "MLP 784-256-256-10 forward, batch " + std::to_string(batch), "us/forward",
+             "mlp" + std::to_string(batch), eager, hybridized, batch == 1 ? 6.0 : 0.0);
+  }
+  {
+    const double eager = training_step_seconds(gpu0, false, 200);
+    const double hybridized = training_step_seconds(gpu0, true, 200);
+    add_case(rows, "training step, MLP 784-256-256-10, batch 256, SGD", "us/step", "step256", eager, hybridized, 100.0);
+  }
+  {
+    const double eager = add_chain_seconds_per_op(gpu0, false, 1000);
+    const double hybridized = add_chain_seconds_per_op(gpu0, true, 1000);
+    add_case(rows, "tiny add chain, 50 adds on (4,)", "us/op", "add_chain", eager, hybridized, 1.0);
+  }
+  {
+    const double eager = forward_seconds(cpu0, 64, false, 200);
+    const double hybridized = forward_seconds(cpu0, 64, true, 200);
+    add_case(rows, "cpu(0): MLP 784-256-256-10 forward, batch 64", "us/forward", "", eager, hybridized);
+  }
+  {
+    const double eager = training_step_seconds(cpu0, false, 20);
+    const double hybridized = training_step_seconds(cpu0, true, 20);
+    add_case(rows, "cpu(0): training step, MLP 784-256-256-10, batch 256, SGD", "us/step", "", eager, hybridized);
+  }
+
+  bench::attach_peer(rows, bench::run_peer("python3 " + peer_script + " hybridize"));
+  std::printf("\n");
+  bench::print_table(rows);
+  return 0;
+}
