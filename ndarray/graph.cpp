@@ -189,6 +189,11 @@ std::vector<NDArray> run(const Graph& g, const std::map<std::string, NDArray>& v
       inputs[node.input_slots[i]] = values[e.node].at(e.index);
     }
     op::Params params = node.params;
+    if (node.op->input_grads && autograd::is_recording()) {
+      std::vector<bool> needed;
+      for (const NDArray& in : inputs) needed.push_back(!in.is_none() && in.autograd_node() != nullptr);
+      node.op->input_grads(params, needed);
+    }
     if (node.op->mode && !node.op->mode(params, autograd::is_training())) {  // the identity in this mode
       values[n] = {inputs.at(0)};
       continue;

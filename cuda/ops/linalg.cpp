@@ -31,8 +31,8 @@ struct LtPlan {
   bool usable = false;
 };
 
-// dtype, trans_a, trans_b, m, n, k, beta != 0, and the alignment of a, b and c.
-using LtKey = std::array<std::int64_t, 10>;
+// dtype, trans_a, trans_b, m, n, k, beta != 0, the alignment of a, b and c, and the epilogue.
+using LtKey = std::array<std::int64_t, 11>;
 
 struct LtState {
   cublasLtHandle_t handle = nullptr;
@@ -61,7 +61,8 @@ std::int64_t alignment_of(const void* p) {
 
 // cuBLASLt is column-major: a row-major c (m, n) is a column-major cᵀ (n, m) = op(b)ᵀ · op(a)ᵀ, so
 // b is passed first and each operand's stored layout is read as its transpose.
-LtPlan make_plan(cublasLtHandle_t handle, DType dt, const GemmArgs& g, const LtKey& key) {
+LtPlan make_plan(cublasLtHandle_t handle, DType dt, const GemmArgs& g, const LtKey& key,
+                 cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT) {
   LtPlan plan;
   const cudaDataType_t type = dt == DType::float32 ? CUDA_R_32F : CUDA_R_64F;
   const cublasComputeType_t compute = dt == DType::float32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
@@ -70,6 +71,9 @@ LtPlan make_plan(cublasLtHandle_t handle, DType dt, const GemmArgs& g, const LtK
   NDG_CUDA_CHECK(cublasLtMatmulDescCreate(&plan.desc, compute, type));
   NDG_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first));
   NDG_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second));
+  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    NDG_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+  }
   // Stored extents (rows, columns) of each column-major operand, leading dimension = rows.
   const auto layout = [&](cublasLtMatrixLayout_t* out, std::int64_t rows, std::int64_t cols) {
     NDG_CUDA_CHECK(cublasLtMatrixLayoutCreate(out, type, static_cast<std::uint64_t>(rows),
@@ -127,6 +131,29 @@ void legacy_gemm(const ExecContext& ec, DType dt, const GemmArgs& g, const void*
   }
 }
 
+// The plan of this product on this thread and device, made the first time it is asked for.
+LtPlan& lt_plan(const ExecContext& ec, DType dt, const GemmArgs& g, const void* a, const void* b, const void* c,
+                cublasLtEpilogue_t epilogue) {
+  LtState& state = lt_state(ec.ctx.device_id());
+  const LtKey key{static_cast<std::int64_t>(dt), g.trans_a,         g.trans_b,         g.m,
+                  g.n,                           g.k,               g.beta != 0.0,     alignment_of(a),
+                  alignment_of(b),               alignment_of(c),   static_cast<std::int64_t>(epilogue)};
+  auto it = state.plans.find(key);
+  if (it == state.plans.end()) it = state.plans.emplace(key, make_plan(state.handle, dt, g, key, epilogue)).first;
+  return it->second;
+}
+
+void lt_matmul(const ExecContext& ec, DType dt, const GemmArgs& g, const LtPlan& plan, const void* a, const void* b,
+               void* c) {
+  const Workspace workspace(ec, plan.workspace);
+  const float alpha32 = static_cast<float>(g.alpha), beta32 = static_cast<float>(g.beta);
+  const void* alpha = dt == DType::float32 ? static_cast<const void*>(&alpha32) : &g.alpha;
+  const void* beta = dt == DType::float32 ? static_cast<const void*>(&beta32) : &g.beta;
+  NDG_CUDA_CHECK(cublasLtMatmul(lt_state(ec.ctx.device_id()).handle, plan.desc, alpha, b, plan.first, a, plan.second,
+                                beta, c, plan.out, c, plan.out, &plan.algo, workspace.data(), plan.workspace,
+                                static_cast<cudaStream_t>(ec.stream)));
+}
+
 }  // namespace
 
 void gemm(const ExecContext& ec, DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
@@ -135,19 +162,24 @@ void gemm(const ExecContext& ec, DType dt, const GemmArgs& g, const void* a, con
     if (g.beta == 0.0) NDG_CUDA_CHECK(cudaMemsetAsync(c, 0, static_cast<std::size_t>(g.m * g.n) * dtype_size(dt), stream));
     return;
   }
-  LtState& state = lt_state(ec.ctx.device_id());
-  const LtKey key{static_cast<std::int64_t>(dt), g.trans_a, g.trans_b, g.m, g.n, g.k, g.beta != 0.0,
-                  alignment_of(a), alignment_of(b), alignment_of(c)};
-  auto it = state.plans.find(key);
-  if (it == state.plans.end()) it = state.plans.emplace(key, make_plan(state.handle, dt, g, key)).first;
-  const LtPlan& plan = it->second;
+  const LtPlan& plan = lt_plan(ec, dt, g, a, b, c, CUBLASLT_EPILOGUE_DEFAULT);
   if (!plan.usable) return legacy_gemm(ec, dt, g, a, b, c);
-  const Workspace workspace(ec, plan.workspace);
-  const float alpha32 = static_cast<float>(g.alpha), beta32 = static_cast<float>(g.beta);
-  const void* alpha = dt == DType::float32 ? static_cast<const void*>(&alpha32) : &g.alpha;
-  const void* beta = dt == DType::float32 ? static_cast<const void*>(&beta32) : &g.beta;
-  NDG_CUDA_CHECK(cublasLtMatmul(state.handle, plan.desc, alpha, b, plan.first, a, plan.second, beta, c, plan.out, c,
-                                plan.out, &plan.algo, workspace.data(), plan.workspace, stream));
+  lt_matmul(ec, dt, g, plan, a, b, c);
+}
+
+bool gemm_bias_relu(const ExecContext& ec, DType dt, const GemmArgs& g, const void* a, const void* b, void* c,
+                    const void* bias, bool relu) {
+  // cuBLASLt reads the bias vector with at least 16-byte alignment.
+  if (g.k == 0 || g.alpha != 1.0 || g.beta != 0.0 || (bias && alignment_of(bias) < 16)) return false;
+  const cublasLtEpilogue_t epilogue = bias ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                                           : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
+  LtPlan& plan = lt_plan(ec, dt, g, a, b, c, epilogue);
+  if (!plan.usable) return false;
+  if (bias) {
+    NDG_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  }
+  lt_matmul(ec, dt, g, plan, a, b, c);
+  return true;
 }
 
 }  // namespace mx::op::gpu

@@ -2,6 +2,7 @@
 #include "cuda/curand_stream.hpp"
 #include "cuda/device.hpp"
 #include "cuda/launch.hpp"
+#include "ndarray/ops/linalg_kernels.hpp"
 #include "ndarray/ops/nn_kernels.hpp"
 
 namespace mx::op::gpu {
@@ -81,12 +82,21 @@ void dropout(const ExecContext& ec, const Invocation& inv) {
   });
 }
 
-// The product (cuBLAS), then the bias and activation in one pass over it, in place.
+// The product with the bias and relu in cuBLASLt's epilogue (one kernel) where it has one; else
+// the product, then the bias and activation in one pass over it, in place.
 void fully_connected(const ExecContext& ec, const Invocation& inv) {
-  fully_connected_product(ec, inv);
   const auto& p = inv.params.as<FullyConnectedParams>();
-  if (p.no_bias && !p.act) return;
   const nd::NDArray& y = inv.outputs[0];
+  const bool relu = p.act == UnaryOp::relu;
+  if ((!p.no_bias || relu) && (!p.act || relu) && y.size() > 0 && inv.inputs[1].shape()[1] > 0) {
+    const void* bias = p.no_bias ? nullptr : inv.inputs[2].data();
+    if (gemm_bias_relu(ec, y.dtype(), fully_connected_gemm(inv), inv.inputs[0].data(), inv.inputs[1].data(), y.data(),
+                       bias, relu)) {
+      return;
+    }
+  }
+  fully_connected_product(ec, inv);
+  if (p.no_bias && !p.act) return;
   const std::int64_t cols = p.num_hidden, rows = y.size() / cols;
   dispatch_floating(y.dtype(), inv.op->name, [&](auto tag) {
     using T = decltype(tag);

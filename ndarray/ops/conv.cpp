@@ -326,9 +326,17 @@ Grads convolution_gradient(const Invocation& inv, const Grads& out_grads) {
   return grads;
 }
 
+void convolution_input_grads(Params& params, const std::vector<bool>& needed) {
+  ConvolutionParams p = params.as<ConvolutionParams>();
+  p.data_grad = needed.at(0);
+  p.weight_grad = needed.at(1);
+  params = p;
+}
+
 const OpDef& convolution_op() {
   static const OpDef def{"Convolution", &convolution_infer, &convolution_kernel, NDG_GPU_KERNEL(convolution_kernel),
-                         &convolution_gradient, &convolution_attrs, &convolution_parse, false, nullptr, 3};
+                         &convolution_gradient, &convolution_attrs, &convolution_parse, false, nullptr, 3, false,
+                         &convolution_input_grads};
   static const OpDef& reg = register_op(def);
   return reg;
 }
@@ -530,10 +538,17 @@ Params deconvolution_parse(const AttrList& attrs) {
   return deconvolution_params(o);
 }
 
+void deconvolution_input_grads(Params& params, const std::vector<bool>& needed) {
+  DeconvolutionParams p = params.as<DeconvolutionParams>();
+  p.conv.data_grad = needed.at(0);
+  p.conv.weight_grad = needed.at(1);
+  params = p;
+}
+
 const OpDef& deconvolution_op() {
   static const OpDef def{"Deconvolution", &deconvolution_infer, &deconvolution_kernel,
                          NDG_GPU_KERNEL(deconvolution_kernel), &deconvolution_gradient, &deconvolution_attrs,
-                         &deconvolution_parse, false, nullptr, 3};
+                         &deconvolution_parse, false, nullptr, 3, false, &deconvolution_input_grads};
   static const OpDef& reg = register_op(def);
   return reg;
 }

@@ -123,9 +123,16 @@ Params dot_parse(const AttrList& attrs) {
   return p;
 }
 
+void dot_input_grads(Params& params, const std::vector<bool>& needed) {
+  DotParams p = params.as<DotParams>();
+  p.a_grad = needed.at(0);
+  p.b_grad = needed.at(1);
+  params = p;
+}
+
 const OpDef& dot_def() {
   static const OpDef def{"dot", &dot_infer, &dot_kernel, NDG_GPU_KERNEL(dot_kernel), &dot_gradient, &dot_attrs,
-                         &dot_parse, /*strided_inputs=*/true};
+                         &dot_parse, /*strided_inputs=*/true, nullptr, 0, false, &dot_input_grads};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }

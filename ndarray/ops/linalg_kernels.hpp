@@ -30,6 +30,11 @@ struct DotParams {
 
 namespace gpu {
 void gemm(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, const void* b, void* c);
+// c = op(a) · op(b) + bias (one value per column of c; none when bias is null), then relu when
+// asked, in one cuBLASLt call with its epilogue (alpha 1, beta 0). False, with nothing queued,
+// where cuBLASLt has no such algorithm for the case: the caller then adds them itself.
+bool gemm_bias_relu(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, const void* b, void* c,
+                    const void* bias, bool relu);
 }
 
 }  // namespace mx::op

@@ -107,6 +107,13 @@ Grads fully_connected_gradient(const Invocation& inv, const Grads& out_grads) {
 
 // --- the registered op -----------------------------------------------------------------------------
 
+void fully_connected_input_grads(Params& params, const std::vector<bool>& needed) {
+  FullyConnectedParams p = params.as<FullyConnectedParams>();
+  p.data_grad = needed.at(0);
+  p.weight_grad = needed.at(1);
+  params = p;
+}
+
 std::vector<std::pair<std::string, std::string>> fully_connected_attrs(const Params& params) {
   const auto& p = params.as<FullyConnectedParams>();
   std::vector<std::pair<std::string, std::string>> attrs{{"num_hidden", std::to_string(p.num_hidden)},
@@ -336,20 +343,25 @@ const OpDef& block_grad_op() {
 const OpDef& fully_connected_op() {
   static const OpDef def{"FullyConnected", &fully_connected_infer, &fully_connected_cpu,
                          NDG_GPU_KERNEL(gpu::fully_connected), &fully_connected_gradient, &fully_connected_attrs,
-                         &fully_connected_parse, false, nullptr, 3};
+                         &fully_connected_parse, false, nullptr, 3, false, &fully_connected_input_grads};
   static const OpDef& reg = register_op(def);
   return reg;
 }
 
-void fully_connected_product(const ExecContext& ec, const Invocation& inv) {
-  const NDArray &x = inv.inputs[0], &weight = inv.inputs[1], &y = inv.outputs[0];
-  if (y.size() == 0) return;
+GemmArgs fully_connected_gemm(const Invocation& inv) {
+  const NDArray &weight = inv.inputs[1], &y = inv.outputs[0];
   GemmArgs args;
   args.trans_b = true;
   args.m = y.size() / fc_params(inv).num_hidden;
   args.n = weight.shape()[0];
   args.k = weight.shape()[1];
-  gemm(ec, y.dtype(), args, x.data(), weight.data(), y.data());
+  return args;
+}
+
+void fully_connected_product(const ExecContext& ec, const Invocation& inv) {
+  const NDArray &x = inv.inputs[0], &weight = inv.inputs[1], &y = inv.outputs[0];
+  if (y.size() == 0) return;
+  gemm(ec, y.dtype(), fully_connected_gemm(inv), x.data(), weight.data(), y.data());
 }
 
 }  // namespace mx::op

@@ -29,6 +29,8 @@ const OpDef& fully_connected_op();
 
 // The matrix product of a FullyConnected invocation, into its output: (rows, num_hidden).
 void fully_connected_product(const ExecContext& ec, const Invocation& inv);
+struct GemmArgs;
+GemmArgs fully_connected_gemm(const Invocation& inv);  // y = x · weightᵀ as a GEMM
 
 // The identity, for FullyConnected without an activation.
 struct Identity {

@@ -130,6 +130,11 @@ struct OpDef {
   // Draws from the context's generator each time it runs: a captured graph (which would replay
   // one draw) runs such ops itself instead.
   bool random = false;
+  // Sets which inputs' gradients the op's gradient computes (needed[i]: input i has a recorded
+  // history), where the attributes say so (FullyConnected's and Convolution's data_grad and
+  // weight_grad). A graph run under record() calls it, so that a replayed op computes the
+  // gradients its replay needs, not those its trace needed. nullptr: the gradient computes all.
+  void (*input_grads)(Params& params, const std::vector<bool>& needed) = nullptr;
 };
 
 using AttrPairs = std::vector<std::pair<std::string, std::string>>;

@@ -5,6 +5,7 @@
 #include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -100,6 +101,14 @@ BOOST_AUTO_TEST_CASE(the_gradient_graph_gives_autograds_gradients) {
     const auto g = chain(x0, w);
     const graph::GradientGraph grad = graph::gradient(*g, {{"x", x0}, {"w", w}}, {"x", "w"});
     BOOST_TEST(grad.head_of == (std::vector<int>{0, 1}), boost::test_tools::per_element());
+    // The trace marked x as needing its gradient; a backward graph for w alone has no product for x.
+    const graph::GradientGraph w_only = graph::gradient(*g, {{"x", x0}, {"w", w}}, {"w"});
+    const auto dots = [](const graph::Graph& gg) {
+      return std::count_if(gg.nodes.begin(), gg.nodes.end(),
+                           [](const graph::Node& n) { return !n.is_variable() && std::string(n.op->name) == "dot"; });
+    };
+    BOOST_TEST(dots(*grad.graph) == 2);
+    BOOST_TEST(dots(*w_only.graph) == 1);
     for (unsigned run = 0; run < 3; ++run) {
       BOOST_TEST_CONTEXT("run " << run) {
         const nd::NDArray x = random_array({3, 8}, ctx, 20 + run), head = random_array({3, 16}, ctx, 30 + run);
