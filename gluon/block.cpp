@@ -168,8 +168,10 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
   const std::vector<nd::NDArray> bound = data_of(cached->params, ctx);
   if (!recording) {
     if (!cached->exec) {
+      graph::Executor::Options options;
+      options.read_feeds_in_place = true;
       cached->exec = std::make_unique<graph::Executor>(cached->graph, signature.training, std::vector<std::string>{"data"},
-                                                       std::vector{x}, cached->param_names, bound, graph::Executor::Options{});
+                                                       std::vector{x}, cached->param_names, bound, options);
     }
     return cached->exec->run({x}, bound).at(0);
   }

@@ -190,6 +190,22 @@ void Executor::plan(const std::vector<NDArray>& bound) {
   for (const op::Invocation& step : steps_) capturable_ = capturable_ && !step.op->random;
   for (const Entry& e : g.heads) capturable_ = capturable_ && bytes_of(values_[e.node].at(e.index)) > 0;
   for (const NDArray& f : feed_buffers_) capturable_ = capturable_ && bytes_of(f) > 0;
+  // A replay op by op can read the caller's inputs where they are, instead of copies, when nothing
+  // reads the feeds' buffers after the run: no kept values, no head that is a feed or its view.
+  feed_reads_.clear();
+  bool direct = !capturable_ && options_.read_feeds_in_place && options_.keep.empty();
+  for (const Entry& e : g.heads) {
+    for (const NDArray& f : feed_buffers_) direct = direct && !values_[e.node].at(e.index).shares_memory(f);
+  }
+  for (std::size_t s = 0; direct && s < steps_.size(); ++s) {
+    for (std::size_t k = 0; k < steps_[s].inputs.size(); ++k) {
+      for (std::size_t i = 0; i < feed_buffers_.size(); ++i) {
+        const NDArray& in = steps_[s].inputs[k];
+        if (!in.is_none() && in.shares_memory(feed_buffers_[i])) feed_reads_.push_back({s, k, i});
+      }
+    }
+  }
+  direct_feeds_ = direct;
 }
 
 void Executor::run_steps() {
@@ -246,6 +262,19 @@ std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std:
   Backend& b = backend(ctx_);
   if (captured_) {
     captured_->launch(copies(true), copies(false));
+    return outputs;
+  }
+  if (direct_feeds_) {
+    // The steps read the inputs themselves (views of the same shapes as the planned ones).
+    std::vector<NDArray> planned;
+    for (const FeedRead& r : feed_reads_) {
+      NDArray& in = steps_[r.step].inputs[r.input];
+      planned.push_back(in);
+      in = dense_feeds[r.feed].reshape(in.shape());
+    }
+    run_steps();
+    for (std::size_t j = 0; j < feed_reads_.size(); ++j) steps_[feed_reads_[j].step].inputs[feed_reads_[j].input] = planned[j];
+    b.copy_batch(ctx_, copies(false));
     return outputs;
   }
   b.copy_batch(ctx_, copies(true));

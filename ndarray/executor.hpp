@@ -34,6 +34,9 @@ class Executor {
     bool reuse_memory = true;  // intermediates share buffers by liveness
     std::vector<Entry> keep;   // entries whose buffers stay theirs after a run (value() reads them)
     bool capture = true;       // replay as a captured graph where the context can
+    // A replay op by op may read the inputs where they are instead of copying them in; variable()
+    // of a feed then does not hold the last input. For callers that read nothing after the run.
+    bool read_feeds_in_place = false;
   };
 
   // g, run in training or prediction mode (`training`: the mode its BatchNorm and Dropout run in),
@@ -78,6 +81,12 @@ class Executor {
   std::vector<op::Invocation> steps_;
   std::size_t planned_bytes_ = 0;
   bool capturable_ = false, capture_tried_ = false;
+  // Where the steps read the feeds' buffers, for replays that read the inputs directly.
+  struct FeedRead {
+    std::size_t step, input, feed;
+  };
+  std::vector<FeedRead> feed_reads_;
+  bool direct_feeds_ = false;
   std::unique_ptr<CapturedWork> captured_;
 };
 

@@ -47,8 +47,9 @@ BOOST_AUTO_TEST_CASE(replays_the_op_by_op_values_over_shared_buffers) {
   ndg_test::for_each_context([](mx::Context ctx) {
     const nd::NDArray w = random_array({16, 8}, ctx, 1);
     const auto g = chain(random_array({4, 8}, ctx, 2), w);
-    graph::Executor planned(g, false, {"x"}, {random_array({4, 8}, ctx, 3)}, {"w"}, {w}, {});
-    graph::Executor unplanned(g, false, {"x"}, {random_array({4, 8}, ctx, 3)}, {"w"}, {w}, {.reuse_memory = false, .keep = {}, .capture = true});
+    graph::Executor planned(g, false, {"x"}, {random_array({4, 8}, ctx, 3)}, {"w"}, {w},
+                            {.reuse_memory = true, .keep = {}, .capture = true, .read_feeds_in_place = true});
+    graph::Executor unplanned(g, false, {"x"}, {random_array({4, 8}, ctx, 3)}, {"w"}, {w}, {.reuse_memory = false, .keep = {}, .capture = true, .read_feeds_in_place = false});
     for (unsigned run = 0; run < 4; ++run) {  // on a GPU the second run captures and the later ones replay
       BOOST_TEST_CONTEXT("run " << run) {
         const nd::NDArray x = random_array({4, 8}, ctx, 10 + run);
