@@ -175,10 +175,10 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
     }
     return cached->exec->run({x}, bound).at(0);
   }
-  // A pair no pending backward holds, else a new one.
+  // A pair no pending backward holds, and whose last gradients nobody holds, else a new one.
   std::shared_ptr<TrainingPair> pair;
   for (const auto& p : cached->pairs) {
-    if (p.use_count() == 1) pair = p;
+    if (p.use_count() == 1 && !(p->backward && p->backward->heads_in_use())) pair = p;
   }
   if (!pair) {
     pair = std::make_shared<TrainingPair>();
@@ -191,9 +191,13 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
   nd::NDArray y = pair->forward->run({x}, bound).at(0);
   if (!pair->backward) {
     const std::vector<std::string> names = backward_names(*cached->gradient.graph);
+    // The gradients are handed to autograd as the executor's own buffers (no copy): they are read
+    // before this pair runs again, and a caller who keeps one keeps the pair from being reused.
+    graph::Executor::Options options;
+    options.copy_heads = false;
     pair->backward = std::make_unique<graph::Executor>(
         cached->gradient.graph, signature.training, std::vector<std::string>{"head_grad"}, std::vector{y}, names,
-        backward_bound(*cached, *pair->forward, names, ctx), graph::Executor::Options{});
+        backward_bound(*cached, *pair->forward, names, ctx), options);
   }
   // The graph is one node of autograd's record: its backward replays the gradient graph.
   std::vector<nd::NDArray> inputs;

@@ -19,6 +19,8 @@ struct BufferAccess {
     x.dtype_ = dtype;
     return x;
   }
+  // Handles to x's storage (x's own included).
+  static long storage_users(const NDArray& x) { return x.storage_.use_count(); }
 };
 
 }  // namespace mx::nd::detail

@@ -183,6 +183,15 @@ void Executor::plan(const std::vector<NDArray>& bound) {
     }
   }
   planned_bytes_ = pool.total;
+  // Heads returned as planned: those with a contiguous pool buffer of their own.
+  head_direct_.assign(g.heads.size(), false);
+  head_users_.assign(g.heads.size(), 0);
+  for (std::size_t h = 0; h < g.heads.size() && !options_.copy_heads; ++h) {
+    const Entry e = g.heads[h];
+    bool own = block_of[e.node].size() > e.index && block_of[e.node][e.index] >= 0 && values_[e.node][e.index].is_contiguous();
+    for (std::size_t k = 0; k < h; ++k) own = own && !(g.heads[k] == e);
+    head_direct_[h] = own;
+  }
   for (const NDArray& f : feed_buffers_) planned_bytes_ += bytes_of(f);
   // Ops that draw random numbers run on every replay with new draws, which a captured graph
   // cannot give: such graphs replay op by op.
@@ -206,6 +215,18 @@ void Executor::plan(const std::vector<NDArray>& bound) {
     }
   }
   direct_feeds_ = direct;
+  pool.blocks.clear();  // the plan's own handles remain: values_ and steps_
+  for (std::size_t h = 0; h < g.heads.size(); ++h) {
+    if (head_direct_[h]) head_users_[h] = nd::detail::BufferAccess::storage_users(values_[g.heads[h].node][g.heads[h].index]);
+  }
+}
+
+bool Executor::heads_in_use() const {
+  for (std::size_t h = 0; h < head_direct_.size(); ++h) {
+    const Entry e = graph_->heads[h];
+    if (head_direct_[h] && nd::detail::BufferAccess::storage_users(values_[e.node][e.index]) > head_users_[h]) return true;
+  }
+  return false;
 }
 
 void Executor::run_steps() {
@@ -242,9 +263,10 @@ std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std:
     }
   }
   std::vector<NDArray> outputs;
-  for (const Entry& e : graph_->heads) {
-    const NDArray& v = values_[e.node].at(e.index);
-    outputs.emplace_back(v.shape(), ctx_, v.dtype());
+  for (std::size_t h = 0; h < graph_->heads.size(); ++h) {
+    const NDArray& v = values_[graph_->heads[h].node].at(graph_->heads[h].index);
+    if (head_direct_[h]) outputs.push_back(v);
+    else outputs.emplace_back(v.shape(), ctx_, v.dtype());
   }
   std::vector<NDArray> dense_feeds;
   for (const NDArray& x : feeds) dense_feeds.push_back(x.contiguous());
@@ -254,6 +276,7 @@ std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std:
       items.push_back({feed_buffers_[i].data(), dense_feeds[i].data(), bytes_of(feed_buffers_[i])});
     }
     for (std::size_t i = 0; !in && i < outputs.size(); ++i) {
+      if (head_direct_[i]) continue;
       const NDArray& v = values_[graph_->heads[i].node].at(graph_->heads[i].index);
       items.push_back({outputs[i].data(), v.contiguous().data(), bytes_of(v)});
     }
@@ -291,6 +314,7 @@ void Executor::try_capture(const std::vector<NDArray>& feeds, const std::vector<
   std::vector<CopyItem> before, after;
   for (std::size_t i = 0; i < feeds.size(); ++i) before.push_back({feed_buffers_[i].data(), feeds[i].data(), bytes_of(feeds[i])});
   for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (head_direct_[i]) continue;
     const NDArray& v = values_[graph_->heads[i].node].at(graph_->heads[i].index);
     if (!v.is_contiguous()) return;
     after.push_back({outputs[i].data(), v.data(), bytes_of(v)});

@@ -37,6 +37,9 @@ class Executor {
     // A replay op by op may read the inputs where they are instead of copying them in; variable()
     // of a feed then does not hold the last input. For callers that read nothing after the run.
     bool read_feeds_in_place = false;
+    // false: run() returns the heads' planned arrays themselves (where a head has a buffer of its
+    // own), not copies; the next run overwrites them. heads_in_use() says whether one is still held.
+    bool copy_heads = true;
   };
 
   // g, run in training or prediction mode (`training`: the mode its BatchNorm and Dropout run in),
@@ -60,6 +63,8 @@ class Executor {
   // entries (Options::keep), variables and heads hold their values until the next run.
   const nd::NDArray& value(Entry e) const;
   const nd::NDArray& variable(const std::string& name) const;
+  // Whether a caller still holds a head that run() returned without copying (Options::copy_heads).
+  bool heads_in_use() const;
   // Whether runs are launched as one captured graph now.
   bool captured() const { return captured_ != nullptr; }
   // Bytes of the planned buffers (the feeds' and the intermediates', not the bound arrays').
@@ -86,6 +91,9 @@ class Executor {
     std::size_t step, input, feed;
   };
   std::vector<FeedRead> feed_reads_;
+  // Per head: returned as planned (not copied), and the handles to its buffer the plan holds.
+  std::vector<bool> head_direct_;
+  std::vector<long> head_users_;
   bool direct_feeds_ = false;
   std::unique_ptr<CapturedWork> captured_;
 };

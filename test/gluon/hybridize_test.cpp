@@ -409,4 +409,30 @@ BOOST_AUTO_TEST_CASE(hybrid_names_are_the_same_blocks) {
   BOOST_TEST(block(nd::ones({2, 4})).shape() == (mx::Shape{2, 3}));
 }
 
+// The backward graph hands its gradients out without copying them; a gradient the caller keeps
+// (autograd::grad) is not overwritten by the next step.
+BOOST_AUTO_TEST_CASE(a_kept_gradient_survives_the_next_replay) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nn::Sequential net;
+    net.add(nn::Dense(6, "relu"), nn::Dense(3));
+    net.initialize(mx::init::Xavier(), ctx);
+    net.hybridize();
+    const auto input_grad = [&](unsigned seed) {
+      nd::NDArray x = random_array({4, 5}, ctx, seed);
+      x.attach_grad();
+      auto recording = ag::record();
+      const nd::NDArray y = net(x);
+      return ag::grad((y * y).sum(), {x}).at(0);
+    };
+    input_grad(1);  // the trace
+    const nd::NDArray kept = input_grad(2);
+    const std::vector<double> want = kept.asvector<double>();
+    for (unsigned seed = 3; seed < 6; ++seed) {
+      const nd::NDArray other = input_grad(seed);
+      BOOST_TEST(other.asvector<double>() != want);
+    }
+    check_close(kept, want, 0, 0);
+  });
+}
+
 BOOST_AUTO_TEST_SUITE_END()
