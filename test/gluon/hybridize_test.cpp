@@ -134,6 +134,7 @@ BOOST_AUTO_TEST_CASE(export_and_imports_on_every_context) {
     net.initialize(mx::init::Xavier(), ctx);
     NDG_CHECK_THROWS_WITH(net.export_model(dir.file("net")), mx::ValueError, "export", "hybridize");
     net.hybridize();
+    NDG_CHECK_THROWS_WITH(net.export_model(dir.file("net")), mx::ValueError, "export", "forward");
     const nd::NDArray x = random_array({4, 2, 6, 6}, ctx, 60);
     const nd::NDArray want = net(x);  // prediction mode
     net.export_model(dir.file("net"), 7);
@@ -155,6 +156,14 @@ BOOST_AUTO_TEST_CASE(export_and_imports_on_every_context) {
         nn::SymbolBlock::imports(dir.file("net-symbol.json"), {"data"}, dir.file("net-0007.params"), ctx);
     check_close(imported(x), want.asvector<double>(), 1e-5, 1e-6);
     BOOST_TEST(imported.collect_params().size() == 10u);
+    // Across contexts: what a GPU exported runs on cpu(0), and the other way round.
+    for (const mx::Context other : ndg_test::all_contexts()) {
+      BOOST_TEST_CONTEXT("imported on " << other) {
+        nn::SymbolBlock moved =
+            nn::SymbolBlock::imports(dir.file("net-symbol.json"), {"data"}, dir.file("net-0007.params"), other);
+        check_close(moved(x.as_in_context(other)), want.asvector<double>(), 1e-4, 1e-5);
+      }
+    }
   });
 }
 
@@ -432,6 +441,28 @@ BOOST_AUTO_TEST_CASE(a_kept_gradient_survives_the_next_replay) {
       BOOST_TEST(other.asvector<double>() != want);
     }
     check_close(kept, want, 0, 0);
+  });
+}
+
+// save_parameters and load_parameters on a hybridized net: the file is the eager net's, and the
+// next replay reads what was loaded.
+BOOST_AUTO_TEST_CASE(save_and_load_on_a_hybridized_net) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const ndg_test::TempDir dir;
+    auto [eager, hybrid] = twin_nets(ctx, dir);
+    hybrid.hybridize();
+    const nd::NDArray x = random_array({3, 2, 6, 6}, ctx, 31);
+    check_close(hybrid(x), eager(x).asvector<double>(), 1e-5, 1e-6);
+    // Other values into the eager net, saved, loaded into the hybridized one.
+    eager.initialize(mx::init::Uniform(0.5), ctx, true);
+    eager.save_parameters(dir.file("other.params"));
+    hybrid.load_parameters(dir.file("other.params"), ctx);
+    check_close(hybrid(x), eager(x).asvector<double>(), 1e-5, 1e-6);
+    // And saved from the hybridized net, loaded into a fresh eager one.
+    hybrid.save_parameters(dir.file("back.params"));
+    nn::Sequential fresh = small_net();
+    fresh.load_parameters(dir.file("back.params"), ctx);
+    check_close(fresh(x), eager(x).asvector<double>(), 1e-5, 1e-6);
   });
 }
 
