@@ -103,7 +103,12 @@ std::unique_ptr<CapturedWork> capture(int id, const std::function<void()>& work,
     return nullptr;
   }
   auto graph = std::make_unique<CudaGraph>(id, std::move(memory));
-  graph->build(body, before, after);
+  try {
+    graph->build(body, before, after);
+  } catch (const DeviceError&) {  // no instantiation (out of memory, say): no graph, nothing lost
+    cudaGetLastError();
+    return nullptr;
+  }
   return graph;
 }
 

@@ -52,6 +52,7 @@ struct CachedGraph {
   // with gradients), and a pair per forward whose backward is pending.
   graph::GradientGraph gradient;
   std::vector<std::string> wrt;
+  std::vector<bool> in_wrt;  // per parameter: whether wrt holds it (its grad_req at the trace)
   std::vector<std::shared_ptr<TrainingPair>> pairs;
 };
 
@@ -62,6 +63,9 @@ struct Block::Core {
   std::shared_ptr<const graph::Graph> last_graph;
   std::vector<std::pair<std::string, Parameter>> params;                 // short name -> parameter
   std::vector<std::pair<std::string, std::shared_ptr<Block>>> children;  // structural name -> child
+  // Guards graphs, last_graph and the cached graphs' executors: threads that drive several GPUs
+  // may call one hybridized block at once (each context has its own graph).
+  std::mutex mutex;
 };
 
 namespace {
@@ -92,12 +96,12 @@ nd::NDArray Block::operator()(const nd::NDArray& x) {
 }
 
 void Block::hybridize(bool active, bool /*static_alloc*/, bool static_shape) {
+  const std::lock_guard lock(core_->mutex);
   core_->hybridized = active;
   core_->static_shape = active && static_shape;
-  if (!active) {
-    core_->graphs.clear();
-    core_->last_graph.reset();
-  }
+  // Every call starts the graphs anew, as MXNet's clears its cached op (the flags may differ).
+  core_->graphs.clear();
+  if (!active) core_->last_graph.reset();
 }
 
 bool Block::is_hybridized() const { return core_->hybridized; }
@@ -145,12 +149,21 @@ std::vector<std::string> backward_names(const graph::Graph& g) {
 
 nd::NDArray Block::call_graph(const nd::NDArray& x) {
   nd::check_not_none(("block '" + name() + "'").c_str(), x);
+  const std::lock_guard lock(core_->mutex);
   const bool recording = autograd::is_recording();
   const Signature signature{x.shape(), x.dtype(), x.context(), autograd::is_training(), recording,
                             recording && x.autograd_node() != nullptr};
   std::shared_ptr<CachedGraph> cached;
-  for (const auto& [sig, c] : core_->graphs) {
-    if (sig == signature) cached = c;
+  for (auto it = core_->graphs.begin(); it != core_->graphs.end(); ++it) {
+    if (!(it->first == signature)) continue;
+    // A parameter whose grad_req changed since the trace (frozen, or unfrozen): traced again.
+    bool same = true;
+    for (std::size_t i = 0; recording && i < it->second->params.size(); ++i) {
+      same = same && (it->second->params[i].grad_req() != "null") == it->second->in_wrt[i];
+    }
+    if (same) cached = it->second;
+    else core_->graphs.erase(it);
+    break;
   }
   if (!cached) {
     for (const auto& [sig, c] : core_->graphs) {
@@ -166,7 +179,9 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
   const Context ctx = x.context();
   const profiler::Range range(profiler::is_running() ? name() + " graph" : std::string());
   const std::vector<nd::NDArray> bound = data_of(cached->params, ctx);
-  if (!recording) {
+  // Recorded with nothing to differentiate (no input history, every parameter frozen): the result
+  // is not recorded, as an eager call's would not be.
+  if (!recording || cached->wrt.empty()) {
     if (!cached->exec) {
       graph::Executor::Options options;
       options.read_feeds_in_place = true;
@@ -212,10 +227,21 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
   }
   std::vector<const nd::NDArray*> input_ptrs;
   for (const nd::NDArray& a : inputs) input_ptrs.push_back(&a);
-  autograd::record_op("_CachedOp", y, input_ptrs, [cached, pair, ctx](const nd::NDArray& grad) {
+  const bool training = signature.training;
+  autograd::record_op("_CachedOp", y, input_ptrs, [cached, pair, ctx, training](const nd::NDArray& grad) {
     const std::vector<std::string> names = backward_names(*cached->gradient.graph);
-    const std::vector<nd::NDArray> grads =
-        pair->backward->run({grad}, backward_bound(*cached, *pair->forward, names, ctx));
+    const std::vector<nd::NDArray> bound_now = backward_bound(*cached, *pair->forward, names, ctx);
+    std::vector<nd::NDArray> grads;
+    if (pair->backward->heads_in_use()) {
+      // A second backward through this forward while the first one's gradients are still held
+      // (autograd::grad twice): computed into buffers of their own.
+      graph::Executor once(cached->gradient.graph, training, {"head_grad"}, {grad}, names, bound_now,
+                           graph::Executor::Options{.reuse_memory = true, .keep = {}, .capture = false,
+                                                    .read_feeds_in_place = false, .copy_heads = true});
+      grads = once.run({grad}, bound_now);
+    } else {
+      grads = pair->backward->run({grad}, bound_now);
+    }
     std::vector<nd::NDArray> out;
     for (int head : cached->gradient.head_of) out.push_back(head < 0 ? nd::NDArray() : grads.at(static_cast<std::size_t>(head)));
     return out;
@@ -235,12 +261,22 @@ std::shared_ptr<CachedGraph> Block::trace_forward(const nd::NDArray& x, bool rec
     const autograd::Scope predicting(false, false);
     forward(x);
   }
-  Backend& backend = mx::backend(x.context());
-  const std::uint64_t random_position = backend.random_position(x.context());
-  std::vector<std::pair<nd::NDArray, nd::NDArray>> saved;  // (parameter array, its values before)
+  // Put back on every way out, a throw included.
+  struct Restore {
+    Context ctx;
+    std::uint64_t random_position;
+    std::vector<std::pair<nd::NDArray, nd::NDArray>> saved;  // (parameter array, its values before)
+    ~Restore() {
+      try {
+        for (auto& [array, before] : saved) before.copyto(array);
+        mx::backend(ctx).set_random_position(ctx, random_position);
+      } catch (...) {  // a failing device reports itself at the next op
+      }
+    }
+  } restore{x.context(), mx::backend(x.context()).random_position(x.context()), {}};
   for (const auto& [key, param] : params) {
     if (param.grad_req() == "null" && param.is_initialized()) {
-      for (const nd::NDArray& a : param.list_data()) saved.emplace_back(a, a.copy());
+      for (const nd::NDArray& a : param.list_data()) restore.saved.emplace_back(a, a.copy());
     }
   }
   const auto name_of = [&](const nd::NDArray& a) -> std::optional<graph::Named> {
@@ -268,12 +304,11 @@ std::shared_ptr<CachedGraph> Block::trace_forward(const nd::NDArray& x, bool rec
   if (recording) {
     if (input_grad) cached->wrt.push_back("data");
     for (std::size_t i = 0; i < cached->params.size(); ++i) {
-      if (cached->params[i].grad_req() != "null") cached->wrt.push_back(cached->param_names[i]);
+      cached->in_wrt.push_back(cached->params[i].grad_req() != "null");
+      if (cached->in_wrt.back()) cached->wrt.push_back(cached->param_names[i]);
     }
-    cached->gradient = graph::gradient(*cached->graph, variables, cached->wrt);
+    if (!cached->wrt.empty()) cached->gradient = graph::gradient(*cached->graph, variables, cached->wrt);
   }
-  for (auto& [array, before] : saved) before.copyto(array);
-  backend.set_random_position(x.context(), random_position);
   return cached;
 }
 
@@ -344,6 +379,8 @@ void Block::throw_sliced(const Block& block, const std::type_info& as) {
 void Block::add_child(std::shared_ptr<Block> child, std::string name) {
   if (name.empty()) name = std::to_string(core_->children.size());
   core_->children.emplace_back(std::move(name), std::move(child));
+  const std::lock_guard lock(core_->mutex);
+  core_->graphs.clear();  // traced without the new child
 }
 
 std::size_t Block::num_children() const { return core_->children.size(); }

@@ -90,6 +90,8 @@ Executor::Executor(std::shared_ptr<const Graph> g, bool training, std::vector<st
 Executor::~Executor() = default;
 
 void Executor::plan(const std::vector<NDArray>& bound) {
+  // Half a plan is no plan: a throw below leaves planned_ false, and the next run plans again.
+  planned_ = false;
   const Graph& g = *graph_;
   const std::size_t n = g.nodes.size();
   bound_ = bound;
@@ -215,6 +217,7 @@ void Executor::plan(const std::vector<NDArray>& bound) {
     }
   }
   direct_feeds_ = direct;
+  planned_ = true;
   pool.blocks.clear();  // the plan's own handles remain: values_ and steps_
   for (std::size_t h = 0; h < g.heads.size(); ++h) {
     if (head_direct_[h]) head_users_[h] = nd::detail::BufferAccess::storage_users(values_[g.heads[h].node][g.heads[h].index]);
@@ -255,13 +258,10 @@ std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std:
                        nd::describe(feed_buffers_[i]) + ", got " + nd::describe(x));
     }
   }
-  if (bound.size() != bound_.size()) throw ValueError("hybridized graph: the bound arrays do not match the plan");
-  for (std::size_t i = 0; i < bound.size(); ++i) {
-    if (!bound[i].is(bound_[i])) {
-      plan(bound);
-      break;
-    }
-  }
+  if (bound.size() != bound_names_.size()) throw ValueError("hybridized graph: the bound arrays do not match the plan");
+  bool replan = !planned_;
+  for (std::size_t i = 0; i < bound.size() && !replan; ++i) replan = !bound[i].is(bound_[i]);
+  if (replan) plan(bound);
   std::vector<NDArray> outputs;
   for (std::size_t h = 0; h < graph_->heads.size(); ++h) {
     const NDArray& v = values_[graph_->heads[h].node].at(graph_->heads[h].index);
@@ -289,14 +289,19 @@ std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std:
   }
   if (direct_feeds_) {
     // The steps read the inputs themselves (views of the same shapes as the planned ones).
-    std::vector<NDArray> planned;
+    struct PutBack {  // the planned buffers back into the steps, a throw included
+      Executor& e;
+      std::vector<NDArray> planned;
+      ~PutBack() {
+        for (std::size_t j = 0; j < planned.size(); ++j) e.steps_[e.feed_reads_[j].step].inputs[e.feed_reads_[j].input] = planned[j];
+      }
+    } put_back{*this, {}};
     for (const FeedRead& r : feed_reads_) {
       NDArray& in = steps_[r.step].inputs[r.input];
-      planned.push_back(in);
+      put_back.planned.push_back(in);
       in = dense_feeds[r.feed].reshape(in.shape());
     }
     run_steps();
-    for (std::size_t j = 0; j < feed_reads_.size(); ++j) steps_[feed_reads_[j].step].inputs[feed_reads_[j].input] = planned[j];
     b.copy_batch(ctx_, copies(false));
     return outputs;
   }
@@ -319,7 +324,11 @@ void Executor::try_capture(const std::vector<NDArray>& feeds, const std::vector<
     if (!v.is_contiguous()) return;
     after.push_back({outputs[i].data(), v.data(), bytes_of(v)});
   }
-  captured_ = backend(ctx_).capture(ctx_, [&] { run_steps(); }, before, after);
+  try {
+    captured_ = backend(ctx_).capture(ctx_, [&] { run_steps(); }, before, after);
+  } catch (const Error&) {  // this run's results stand; later runs go op by op
+    captured_.reset();
+  }
 }
 
 namespace {

@@ -10,6 +10,9 @@
 // kernels, and the results are copied out into new arrays. On a GPU the second replay captures
 // all of this into a CUDA graph (Backend::capture), and every later one is a single launch.
 //
+// The capture records everything queued on the device's stream meanwhile: while an executor
+// captures (its second run), no other thread may queue work on that GPU.
+//
 // gradient() traces the backward pass of a graph into a graph of its own (MXNet's backward
 // CachedOp), whose variables are the forward graph's variables, the head's gradient and the
 // forward values the gradients read; an Executor of it replays the backward pass the same way.
@@ -95,6 +98,7 @@ class Executor {
   std::vector<bool> head_direct_;
   std::vector<long> head_users_;
   bool direct_feeds_ = false;
+  bool planned_ = false;
   std::unique_ptr<CapturedWork> captured_;
 };
 

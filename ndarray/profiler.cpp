@@ -76,7 +76,7 @@ std::string dumps(bool reset_after) {
                 "Total", "Mean", "Min", "Max");
   out += line;
   for (const auto& [name, s] : rows) {
-    std::snprintf(line, sizeof line, "%-*s %10lld %12.1f %10.2f %10.2f %10.2f\n", static_cast<int>(width),
+    std::snprintf(line, sizeof line, "%-*s %10lld %12.2f %10.2f %10.2f %10.2f\n", static_cast<int>(width),
                   name.c_str(), static_cast<long long>(s.calls), s.total * 1e6, s.total * 1e6 / static_cast<double>(s.calls),
                   s.min * 1e6, s.max * 1e6);
     out += line;

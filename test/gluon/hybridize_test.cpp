@@ -466,4 +466,58 @@ BOOST_AUTO_TEST_CASE(save_and_load_on_a_hybridized_net) {
   });
 }
 
+// What changes a block after its trace: a frozen or unfrozen parameter, a child added, a second
+// backward through one forward, a forward with nothing to differentiate.
+BOOST_AUTO_TEST_CASE(changes_after_the_trace_are_followed) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nn::Sequential net;
+    nn::Dense first(4, "relu"), second(3);
+    net.add(first, second);
+    net.initialize(mx::init::Xavier(), ctx);
+    net.hybridize();
+    const nd::NDArray x = random_array({2, 5}, ctx, 41);
+    const auto weight_grad_norm = [&](nn::Dense& layer) {
+      {
+        auto recording = ag::record();
+        (net(x) * net(x)).sum().backward();
+      }
+      return nd::sum(layer.weight().grad(ctx) * layer.weight().grad(ctx)).asscalar<double>();
+    };
+    BOOST_TEST(weight_grad_norm(first) > 0.0);
+    // Frozen: no gradient flows to it, and a result with nothing to differentiate is not recorded.
+    for (auto& [name, param] : net.collect_params()) param.set_grad_req("null");
+    {
+      auto recording = ag::record();
+      const nd::NDArray y = net(x);
+      BOOST_TEST(y.autograd_node() == nullptr);
+    }
+    // Unfrozen: traced again, gradients flow.
+    for (auto& [name, param] : net.collect_params()) param.set_grad_req("write");
+    first.weight().zero_grad();
+    BOOST_TEST(weight_grad_norm(first) > 0.0);
+    // A child added after the trace is part of the next call.
+    nn::Dense third(1);
+    third.initialize(mx::init::Xavier(), ctx);
+    net.add(third);
+    BOOST_TEST(net(x).shape() == (mx::Shape{2, 1}));
+    // autograd::grad twice through one recorded forward: the first result stays.
+    nd::NDArray xv = x.copy();
+    xv.attach_grad();
+    nd::NDArray once, thrice;
+    {
+      auto recording = ag::record();
+      const nd::NDArray y = net(xv);
+      once = y.sum();
+      thrice = (y * 3.0).sum();
+    }
+    const nd::NDArray g1 = ag::grad(once, {xv}).at(0);
+    const std::vector<double> want = g1.asvector<double>();
+    const nd::NDArray g2 = ag::grad(thrice, {xv}).at(0);
+    check_close(g1, want, 0, 0);
+    std::vector<double> tripled = want;
+    for (double& v : tripled) v *= 3;
+    check_close(g2, tripled, 1e-5, 1e-6);
+  });
+}
+
 BOOST_AUTO_TEST_SUITE_END()
