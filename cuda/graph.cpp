@@ -80,6 +80,10 @@ std::unique_ptr<CapturedWork> capture(int id, const std::function<void()>& work,
   const cudaStream_t stream = device(id).stream();
   auto memory = std::make_unique<CaptureMemory>(id);
   cudaGraph_t body = nullptr;
+  const auto drop_body = [&] {  // what the capture recorded, and its sticky error
+    if (body) cudaGraphDestroy(body);
+    cudaGetLastError();
+  };
   NDG_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
   try {
     const CaptureMemoryScope scope(memory.get());
@@ -87,19 +91,16 @@ std::unique_ptr<CapturedWork> capture(int id, const std::function<void()>& work,
   } catch (const DeviceError&) {
     // A call the capture cannot hold (the stream's capture is invalidated): end it, drop it.
     cudaStreamEndCapture(stream, &body);
-    if (body) cudaGraphDestroy(body);
-    cudaGetLastError();
+    drop_body();
     return nullptr;
   } catch (...) {
     cudaStreamEndCapture(stream, &body);
-    if (body) cudaGraphDestroy(body);
-    cudaGetLastError();
+    drop_body();
     throw;
   }
   const cudaError_t status = cudaStreamEndCapture(stream, &body);
   if (status != cudaSuccess || !body) {
-    if (body) cudaGraphDestroy(body);
-    cudaGetLastError();
+    drop_body();
     return nullptr;
   }
   auto graph = std::make_unique<CudaGraph>(id, std::move(memory));

@@ -52,7 +52,16 @@ struct CachedGraph {
   // with gradients), and a pair per forward whose backward is pending.
   graph::GradientGraph gradient;
   std::vector<std::string> wrt;
-  std::vector<bool> in_wrt;  // per parameter: whether wrt holds it (its grad_req at the trace)
+  std::vector<int> wrt_param;  // per wrt entry: its index in params, -1 for "data"
+  std::vector<bool> in_wrt;    // per parameter: whether wrt holds it (its grad_req at the trace)
+  // The backward graph's variables other than "head_grad", and where each one's array comes from:
+  // the forward's input (param -1, no entry), a value the forward keeps (entry), or params[param].
+  struct BackwardSource {
+    std::optional<graph::Entry> entry;
+    int param = -1;
+  };
+  std::vector<std::string> backward_names;
+  std::vector<BackwardSource> backward_sources;
   std::vector<std::shared_ptr<TrainingPair>> pairs;
 };
 
@@ -115,34 +124,41 @@ std::vector<nd::NDArray> data_of(const std::vector<Parameter>& params, Context c
   return out;
 }
 
-// The arrays the backward executor reads, by its variables' names: the head's gradient is its
-// feed; the forward executor's input and kept values; the parameters.
-std::vector<nd::NDArray> backward_bound(const CachedGraph& c, const graph::Executor& forward,
-                                        const std::vector<std::string>& names, Context ctx) {
+// The arrays the backward executor reads (the head's gradient is its feed), in the order of
+// c.backward_names: the forward executor's input and kept values, and the parameters.
+std::vector<nd::NDArray> backward_bound(const CachedGraph& c, const graph::Executor& forward, Context ctx) {
   std::vector<nd::NDArray> out;
-  for (const std::string& name : names) {
-    if (name == "data") {
-      out.push_back(forward.variable("data"));
-      continue;
-    }
-    bool found = false;
-    for (const graph::Entry& e : c.gradient.forward_entries) {
-      if (graph::forward_name(e) == name) out.push_back(forward.value(e)), found = true;
-    }
-    for (std::size_t i = 0; !found && i < c.params.size(); ++i) {
-      if (c.param_names[i] == name) out.push_back(c.params[i].data(ctx)), found = true;
-    }
-    if (!found) throw Error("hybridize: the backward graph reads '" + name + "', which the forward does not give");
+  out.reserve(c.backward_sources.size());
+  for (const CachedGraph::BackwardSource& s : c.backward_sources) {
+    if (s.entry) out.push_back(forward.value(*s.entry));
+    else if (s.param >= 0) out.push_back(c.params[static_cast<std::size_t>(s.param)].data(ctx));
+    else out.push_back(forward.variable("data"));
   }
   return out;
 }
 
-std::vector<std::string> backward_names(const graph::Graph& g) {
-  std::vector<std::string> names;
-  for (const std::string& name : g.variable_names()) {
-    if (name != "head_grad") names.push_back(name);
+// Fills c.wrt_param, c.backward_names and c.backward_sources from c.wrt and c.gradient, once.
+void bind_backward(CachedGraph& c) {
+  const auto param_of = [&](const std::string& name) {
+    for (std::size_t i = 0; i < c.params.size(); ++i) {
+      if (c.param_names[i] == name) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  for (const std::string& w : c.wrt) c.wrt_param.push_back(w == "data" ? -1 : param_of(w));
+  for (const std::string& name : c.gradient.graph->variable_names()) {
+    if (name == "head_grad") continue;
+    CachedGraph::BackwardSource s;
+    for (const graph::Entry& e : c.gradient.forward_entries) {
+      if (graph::forward_name(e) == name) s.entry = e;
+    }
+    if (!s.entry && name != "data") {
+      s.param = param_of(name);
+      if (s.param < 0) throw Error("hybridize: the backward graph reads '" + name + "', which the forward does not give");
+    }
+    c.backward_names.push_back(name);
+    c.backward_sources.push_back(s);
   }
-  return names;
 }
 
 }  // namespace
@@ -205,37 +221,27 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
   }
   nd::NDArray y = pair->forward->run({x}, bound).at(0);
   if (!pair->backward) {
-    const std::vector<std::string> names = backward_names(*cached->gradient.graph);
     // The gradients are handed to autograd as the executor's own buffers (no copy): they are read
     // before this pair runs again, and a caller who keeps one keeps the pair from being reused.
     graph::Executor::Options options;
     options.copy_heads = false;
     pair->backward = std::make_unique<graph::Executor>(
-        cached->gradient.graph, signature.training, std::vector<std::string>{"head_grad"}, std::vector{y}, names,
-        backward_bound(*cached, *pair->forward, names, ctx), options);
+        cached->gradient.graph, signature.training, std::vector<std::string>{"head_grad"}, std::vector{y},
+        cached->backward_names, backward_bound(*cached, *pair->forward, ctx), options);
   }
   // The graph is one node of autograd's record: its backward replays the gradient graph.
   std::vector<nd::NDArray> inputs;
-  for (const std::string& w : cached->wrt) {
-    if (w == "data") {
-      inputs.push_back(x);
-      continue;
-    }
-    for (std::size_t i = 0; i < cached->params.size(); ++i) {
-      if (cached->param_names[i] == w) inputs.push_back(bound[i]);
-    }
-  }
+  for (const int p : cached->wrt_param) inputs.push_back(p < 0 ? x : bound[static_cast<std::size_t>(p)]);
   std::vector<const nd::NDArray*> input_ptrs;
   for (const nd::NDArray& a : inputs) input_ptrs.push_back(&a);
   const bool training = signature.training;
   autograd::record_op("_CachedOp", y, input_ptrs, [cached, pair, ctx, training](const nd::NDArray& grad) {
-    const std::vector<std::string> names = backward_names(*cached->gradient.graph);
-    const std::vector<nd::NDArray> bound_now = backward_bound(*cached, *pair->forward, names, ctx);
+    const std::vector<nd::NDArray> bound_now = backward_bound(*cached, *pair->forward, ctx);
     std::vector<nd::NDArray> grads;
     if (pair->backward->heads_in_use()) {
       // A second backward through this forward while the first one's gradients are still held
       // (autograd::grad twice): computed into buffers of their own.
-      graph::Executor once(cached->gradient.graph, training, {"head_grad"}, {grad}, names, bound_now,
+      graph::Executor once(cached->gradient.graph, training, {"head_grad"}, {grad}, cached->backward_names, bound_now,
                            graph::Executor::Options{.reuse_memory = true, .keep = {}, .capture = false,
                                                     .read_feeds_in_place = false, .copy_heads = true});
       grads = once.run({grad}, bound_now);
@@ -307,7 +313,10 @@ std::shared_ptr<CachedGraph> Block::trace_forward(const nd::NDArray& x, bool rec
       cached->in_wrt.push_back(cached->params[i].grad_req() != "null");
       if (cached->in_wrt.back()) cached->wrt.push_back(cached->param_names[i]);
     }
-    if (!cached->wrt.empty()) cached->gradient = graph::gradient(*cached->graph, variables, cached->wrt);
+    if (!cached->wrt.empty()) {
+      cached->gradient = graph::gradient(*cached->graph, variables, cached->wrt);
+      bind_backward(*cached);
+    }
   }
   return cached;
 }

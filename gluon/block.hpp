@@ -50,10 +50,14 @@ class Block {
   // The declarative mode, as MXNet's HybridBlock.hybridize: the first call with a new signature
   // (the input's shape, dtype and context, and train or predict mode) traces forward through the
   // op layer into a graph of ops whose variables are the input ("data") and the parameters (by
-  // name); later calls with that signature run the graph, under autograd::record() too. A forward
-  // that reads an array that is neither its input nor a parameter cannot be traced (mx::ValueError
-  // naming the op). static_shape: a second signature is an mx::ValueError. active = false returns
-  // to eager calls and drops the graphs. static_alloc is accepted for MXNet's signature.
+  // name); later calls with that signature replay the graph over memory planned once, as one
+  // CUDA graph launch on a GPU (graph::Executor), and under autograd::record() as one autograd node
+  // whose backward replays a traced backward graph. A forward that reads an array that is neither
+  // its input nor a parameter cannot be traced (mx::ValueError naming the op). static_shape: a
+  // second signature is an mx::ValueError. Every call drops the graphs traced so far (so does
+  // adding a child, and a parameter's grad_req changing traces again); active = false returns to
+  // eager calls. Memory is always planned statically; static_alloc is accepted for MXNet's
+  // signature.
   void hybridize(bool active = true, bool static_alloc = false, bool static_shape = false);
   bool is_hybridized() const;
   // MXNet's HybridBlock.export (`export` is a C++ keyword): writes path-symbol.json (MXNet's symbol

@@ -277,8 +277,9 @@ std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std:
     }
     for (std::size_t i = 0; !in && i < outputs.size(); ++i) {
       if (head_direct_[i]) continue;
+      // Planned values are contiguous: pool blocks, feed buffers, views of them, bound arrays.
       const NDArray& v = values_[graph_->heads[i].node].at(graph_->heads[i].index);
-      items.push_back({outputs[i].data(), v.contiguous().data(), bytes_of(v)});
+      items.push_back({outputs[i].data(), v.data(), bytes_of(v)});
     }
     return items;
   };
