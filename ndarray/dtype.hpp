@@ -7,17 +7,21 @@
 #include <utility>
 
 #include "context/error.hpp"
+#include "ndarray/half.hpp"
 
 namespace mx {
 
 // The one list of element types: X(name, C++ type). The enum, names, sizes and the runtime ->
-// compile-time dispatch below are all generated from it.
+// compile-time dispatch below are all generated from it. New types go at the end: the enum's
+// values are stable.
 #define NDG_DTYPES(X)            \
   X(float32, float)              \
   X(float64, double)             \
   X(int32, std::int32_t)         \
   X(int64, std::int64_t)         \
-  X(uint8, std::uint8_t)
+  X(uint8, std::uint8_t)         \
+  X(float16, mx::float16)        \
+  X(bfloat16, mx::bfloat16)
 
 #define NDG_DTYPE_ENUM(NAME, TYPE) NAME,
 enum class DType : std::uint8_t { NDG_DTYPES(NDG_DTYPE_ENUM) };
@@ -35,7 +39,11 @@ constexpr std::size_t dtype_size(DType dt) {
   return 0;
 }
 
-constexpr bool is_floating(DType dt) { return dt == DType::float32 || dt == DType::float64; }
+constexpr bool is_floating(DType dt) {
+  return dt == DType::float32 || dt == DType::float64 || dt == DType::float16 || dt == DType::bfloat16;
+}
+// float16 and bfloat16: stored in 16 bits, computed in float32.
+constexpr bool is_half(DType dt) { return dt == DType::float16 || dt == DType::bfloat16; }
 
 const char* dtype_name(DType dt);  // "float32"
 std::ostream& operator<<(std::ostream& os, DType dt);
@@ -57,12 +65,18 @@ decltype(auto) dispatch_dtype(DType dt, Fn&& fn) {
   throw DTypeError("unknown dtype code " + std::to_string(static_cast<int>(dt)));
 }
 
-// dispatch_dtype for float32 and float64 only; other dtypes throw mx::DTypeError naming op.
+// dispatch_dtype for the floating types (float32, float64, float16, bfloat16); other dtypes throw
+// mx::DTypeError naming op.
 template <class Fn>
 void dispatch_floating(DType dt, const char* op, Fn&& fn) {
-  if (dt == DType::float32) return fn(float{});
-  if (dt == DType::float64) return fn(double{});
-  throw DTypeError(std::string(op) + " supports float32 and float64, not " + dtype_name(dt));
+  switch (dt) {
+    case DType::float32: return fn(float{});
+    case DType::float64: return fn(double{});
+    case DType::float16: return fn(float16{});
+    case DType::bfloat16: return fn(bfloat16{});
+    default: break;
+  }
+  throw DTypeError(std::string(op) + " supports float32, float64, float16 and bfloat16, not " + dtype_name(dt));
 }
 
 }  // namespace mx

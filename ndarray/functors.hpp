@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "ndarray/half.hpp"
 #include "ndarray/host_device.hpp"
 #include "ndarray/op_kinds.hpp"
 
@@ -56,7 +57,7 @@ struct OptimizerStep {
 
 // Reductions: an accumulator type, an identity-free combine, and for max/min/arg* a strict
 // "better than" so that ties keep the first position, as NumPy does. NaN propagates.
-template <class T> using SumType = std::conditional_t<std::is_floating_point_v<T>, T, std::int64_t>;
+template <class T> using SumType = std::conditional_t<mx::is_float_v<T>, ComputeType<T>, std::int64_t>;
 
 template <ReduceOp op> struct Compare;
 template <> struct Compare<ReduceOp::max> {

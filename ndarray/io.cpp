@@ -69,11 +69,11 @@ struct TypeFlag {
 };
 
 constexpr TypeFlag kTypeFlags[] = {
-    {0, "float32", 4, DType::float32}, {1, "float64", 8, DType::float64}, {2, "float16", 2, {}},
+    {0, "float32", 4, DType::float32}, {1, "float64", 8, DType::float64}, {2, "float16", 2, DType::float16},
     {3, "uint8", 1, DType::uint8},     {4, "int32", 4, DType::int32},     {5, "int8", 1, {}},
     {6, "int64", 8, DType::int64},     {7, "bool", 1, {}},                {8, "int16", 2, {}},
     {9, "uint16", 2, {}},              {10, "uint32", 4, {}},             {11, "uint64", 8, {}},
-    {12, "bfloat16", 2, {}}};
+    {12, "bfloat16", 2, DType::bfloat16}};
 
 const TypeFlag* find_type_flag(std::int32_t flag) {
   for (const TypeFlag& t : kTypeFlags) {

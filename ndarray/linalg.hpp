@@ -1,6 +1,21 @@
 #pragma once
-// Matrix products: cuBLAS on a GPU, OpenBLAS on cpu(0). float32 and float64.
+// Matrix products: cuBLAS on a GPU, OpenBLAS on cpu(0). float32, float64, float16 and bfloat16;
+// the 16-bit types accumulate in float32 (tensor cores on a GPU, float32 OpenBLAS on cpu(0)).
+#include <string>
+
 #include "ndarray/array.hpp"
+
+namespace mx {
+
+// The internal precision of float32 matrix products (dot, FullyConnected), as torch's
+// set_float32_matmul_precision: "highest" (the default) computes in float32; "high" lets a GPU
+// use TF32 tensor cores (10-bit mantissa inputs, float32 accumulation), several times faster.
+// cpu(0) always computes in float32. Another word is an mx::ValueError. A graph captured by
+// hybridize keeps the precision it was captured with.
+void set_matmul_precision(const std::string& precision);
+std::string matmul_precision();  // "highest" or "high"
+
+}  // namespace mx
 
 namespace mx::nd {
 

@@ -42,6 +42,28 @@ std::string to_chars_string(T x, Format... format) {
   return std::string(buffer.data(), result.ptr);
 }
 
+// float16 and bfloat16: with a precision, the digits of the exact value (a float holds it); without
+// one, the fewest significant digits that read back as the same 16-bit value, as numpy's Dragon4
+// prints float16.
+template <class H, std::enable_if_t<is_half_v<H>, int> = 0>
+std::string to_chars_string(H x, std::chars_format format, int precision) {
+  return to_chars_string(static_cast<float>(x), format, precision);
+}
+template <class H, std::enable_if_t<is_half_v<H>, int> = 0>
+std::string to_chars_string(H x, std::chars_format format) {
+  const float value = static_cast<float>(x);
+  if (value == 0 || !std::isfinite(value)) return to_chars_string(value, format);
+  for (int digits = 0;; ++digits) {  // digits after the first significant one
+    const std::string scientific = to_chars_string(value, std::chars_format::scientific, digits);
+    float back = 0;
+    std::from_chars(scientific.data(), scientific.data() + scientific.size(), back);
+    if (H(back).bits != x.bits) continue;
+    if (format == std::chars_format::scientific) return scientific;
+    const int exponent = std::stoi(scientific.substr(scientific.find('e') + 1));
+    return to_chars_string(value, std::chars_format::fixed, std::max(0, digits - exponent));
+  }
+}
+
 // Digits after the '.' ("1.25" -> 2, "3" -> 0).
 std::size_t fraction_length(const std::string& digits) {
   const auto dot = digits.find('.');
@@ -166,13 +188,13 @@ class FloatingFormat {
   static bool needs_exponential(const std::vector<T>& finite) {
     std::vector<T> magnitudes;
     for (T x : finite) {
-      if (x != 0) magnitudes.push_back(std::abs(x));
+      if (x != 0) magnitudes.push_back(static_cast<T>(std::abs(x)));
     }
     if (magnitudes.empty()) return false;
     const auto [min_it, max_it] = std::minmax_element(magnitudes.begin(), magnitudes.end());
     const T max_val = *max_it;
     const T min_val = *min_it;
-    const T ratio = max_val / min_val;
+    const T ratio = static_cast<T>(max_val / min_val);
     return max_val >= 1e8 || min_val < 1e-4 || ratio > 1000.0;
   }
 
@@ -351,7 +373,7 @@ class ArrayPrinter {
 
 template <class T>
 using FormatFor =
-    std::conditional_t<std::is_floating_point_v<T>, FloatingFormat<T>, IntegerFormat<T>>;
+    std::conditional_t<mx::is_float_v<T>, FloatingFormat<T>, IntegerFormat<T>>;
 
 // numpy's _array2string for the non-empty row-major values of an array of the given shape. A
 // summarised print fits the element format to the shown elements only. A 0-d array prints its

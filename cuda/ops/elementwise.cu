@@ -52,8 +52,8 @@ __global__ void binary_backward_elements(T* ga, T* gb, const T* g, const T* a, c
   for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
     std::int64_t off[2];
     index.offsets(i, off);
-    ga[i] = g[i] * Binary<op>::da(a[off[0]], b[off[1]], y[i]);
-    gb[i] = g[i] * Binary<op>::db(a[off[0]], b[off[1]], y[i]);
+    ga[i] = static_cast<T>(g[i] * Binary<op>::da(a[off[0]], b[off[1]], y[i]));
+    gb[i] = static_cast<T>(g[i] * Binary<op>::db(a[off[0]], b[off[1]], y[i]));
   }
 }
 
@@ -77,14 +77,14 @@ void launch_map3(const ExecContext& ec, const Invocation& inv, F f) {
 template <UnaryOp op, class T>
 struct UnaryLaunch {
   static void run(const ExecContext& ec, const Invocation& inv) {
-    if constexpr (!Unary<op>::floating_only || std::is_floating_point_v<T>) launch_map<T>(ec, inv, UnaryForward<op>{});
+    if constexpr (!Unary<op>::floating_only || mx::is_float_v<T>) launch_map<T>(ec, inv, UnaryForward<op>{});
   }
 };
 
 template <UnaryOp op, class T>
 struct UnaryBackwardLaunch {
   static void run(const ExecContext& ec, const Invocation& inv) {
-    if constexpr (std::is_floating_point_v<T>) launch_map3<T>(ec, inv, UnaryBackward<op>{});
+    if constexpr (mx::is_float_v<T>) launch_map3<T>(ec, inv, UnaryBackward<op>{});
   }
 };
 
@@ -108,7 +108,7 @@ struct BinaryLaunch {
 template <BinaryOp op, class T>
 struct BinaryBackwardLaunch {
   static void run(const ExecContext& ec, const Invocation& inv) {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (mx::is_float_v<T>) {
       const std::int64_t n = inv.outputs[0].size();
       cuda::launch(ec, inv.op->name, n, &binary_backward_elements<op, T>, out<T>(inv, 0), out<T>(inv, 1), in<T>(inv, 0),
                    in<T>(inv, 1), in<T>(inv, 2), in<T>(inv, 3), binary_backward_index(inv), n);
@@ -127,7 +127,7 @@ struct ScalarLaunch {
 template <BinaryOp op, class T>
 struct ScalarBackwardLaunch {
   static void run(const ExecContext& ec, const Invocation& inv) {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (mx::is_float_v<T>) {
       const auto& p = inv.params.as<ScalarParams>();
       launch_map3<T>(ec, inv, ScalarBackward<op, T>{static_cast<T>(p.scalar), p.reverse});
     }

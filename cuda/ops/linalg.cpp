@@ -22,7 +22,7 @@ namespace {
 constexpr std::size_t kMaxWorkspace = 32u << 20;
 
 // One product shape's descriptors and algorithm; `usable` is false where the heuristic found none
-// (cublasSgemm/Dgemm then run it).
+// (cublasGemmEx then runs it).
 struct LtPlan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
@@ -31,8 +31,8 @@ struct LtPlan {
   bool usable = false;
 };
 
-// dtype, trans_a, trans_b, m, n, k, beta != 0, the alignment of a, b and c, and the epilogue.
-using LtKey = std::array<std::int64_t, 11>;
+// dtype, trans_a, trans_b, m, n, k, beta != 0, the alignment of a, b and c, the epilogue and TF32.
+using LtKey = std::array<std::int64_t, 12>;
 
 struct LtState {
   cublasLtHandle_t handle = nullptr;
@@ -59,16 +59,33 @@ std::int64_t alignment_of(const void* p) {
   return static_cast<std::int64_t>(bits & (~bits + 1));
 }
 
+// The element type of each dtype, and the compute type: float32 accumulation for float16 and
+// bfloat16 (tensor cores), TF32 tensor cores for float32 under set_matmul_precision("high").
+cudaDataType_t data_type(DType dt) {
+  switch (dt) {
+    case DType::float64: return CUDA_R_64F;
+    case DType::float16: return CUDA_R_16F;
+    case DType::bfloat16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+  }
+}
+cublasComputeType_t compute_type(DType dt, bool tf32) {
+  if (dt == DType::float64) return CUBLAS_COMPUTE_64F;
+  return dt == DType::float32 && tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+// alpha and beta are double for float64 products and float for the others.
+cudaDataType_t scale_type(DType dt) { return dt == DType::float64 ? CUDA_R_64F : CUDA_R_32F; }
+
 // cuBLASLt is column-major: a row-major c (m, n) is a column-major cᵀ (n, m) = op(b)ᵀ · op(a)ᵀ, so
 // b is passed first and each operand's stored layout is read as its transpose.
 LtPlan make_plan(cublasLtHandle_t handle, DType dt, const GemmArgs& g, const LtKey& key,
                  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT) {
   LtPlan plan;
-  const cudaDataType_t type = dt == DType::float32 ? CUDA_R_32F : CUDA_R_64F;
-  const cublasComputeType_t compute = dt == DType::float32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  const cudaDataType_t type = data_type(dt);
+  const cublasComputeType_t compute = compute_type(dt, key[11] != 0);
   const cublasOperation_t op_first = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_second = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  NDG_CUDA_CHECK(cublasLtMatmulDescCreate(&plan.desc, compute, type));
+  NDG_CUDA_CHECK(cublasLtMatmulDescCreate(&plan.desc, compute, scale_type(dt)));
   NDG_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first));
   NDG_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second));
   if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
@@ -113,7 +130,7 @@ LtPlan make_plan(cublasLtHandle_t handle, DType dt, const GemmArgs& g, const LtK
   return plan;
 }
 
-// The product with cublasSgemm/Dgemm: where cuBLASLt's heuristic found no algorithm.
+// The product with cublasGemmEx: where cuBLASLt's heuristic found no algorithm.
 void legacy_gemm(const ExecContext& ec, DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
   cublasHandle_t handle = cuda::device(ec.ctx.device_id()).cublas();
   const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -121,23 +138,22 @@ void legacy_gemm(const ExecContext& ec, DType dt, const GemmArgs& g, const void*
   const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
   const int lda = static_cast<int>(g.trans_a ? g.m : g.k);
   const int ldb = static_cast<int>(g.trans_b ? g.k : g.n);
-  if (dt == DType::float32) {
-    const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
-    NDG_CUDA_CHECK(cublasSgemm(handle, op_b, op_a, n, m, k, &alpha, static_cast<const float*>(b), ldb,
-                               static_cast<const float*>(a), lda, &beta, static_cast<float*>(c), n));
-  } else {
-    NDG_CUDA_CHECK(cublasDgemm(handle, op_b, op_a, n, m, k, &g.alpha, static_cast<const double*>(b), ldb,
-                               static_cast<const double*>(a), lda, &g.beta, static_cast<double*>(c), n));
-  }
+  const float alpha32 = static_cast<float>(g.alpha), beta32 = static_cast<float>(g.beta);
+  const void* alpha = dt == DType::float64 ? static_cast<const void*>(&g.alpha) : &alpha32;
+  const void* beta = dt == DType::float64 ? static_cast<const void*>(&g.beta) : &beta32;
+  const cudaDataType_t type = data_type(dt);
+  NDG_CUDA_CHECK(cublasGemmEx(handle, op_b, op_a, n, m, k, alpha, b, type, ldb, a, type, lda, beta, c, type, n,
+                              compute_type(dt, allow_tf32()), CUBLAS_GEMM_DEFAULT));
 }
 
 // The plan of this product on this thread and device, made the first time it is asked for.
 LtPlan& lt_plan(const ExecContext& ec, DType dt, const GemmArgs& g, const void* a, const void* b, const void* c,
                 cublasLtEpilogue_t epilogue) {
   LtState& state = lt_state(ec.ctx.device_id());
-  const LtKey key{static_cast<std::int64_t>(dt), g.trans_a,         g.trans_b,         g.m,
-                  g.n,                           g.k,               g.beta != 0.0,     alignment_of(a),
-                  alignment_of(b),               alignment_of(c),   static_cast<std::int64_t>(epilogue)};
+  const LtKey key{static_cast<std::int64_t>(dt), g.trans_a,       g.trans_b,       g.m,
+                  g.n,                           g.k,             g.beta != 0.0,   alignment_of(a),
+                  alignment_of(b),               alignment_of(c), static_cast<std::int64_t>(epilogue),
+                  dt == DType::float32 && allow_tf32()};
   auto it = state.plans.find(key);
   if (it == state.plans.end()) it = state.plans.emplace(key, make_plan(state.handle, dt, g, key, epilogue)).first;
   return it->second;
@@ -147,8 +163,8 @@ void lt_matmul(const ExecContext& ec, DType dt, const GemmArgs& g, const LtPlan&
                void* c) {
   const Workspace workspace(ec, plan.workspace);
   const float alpha32 = static_cast<float>(g.alpha), beta32 = static_cast<float>(g.beta);
-  const void* alpha = dt == DType::float32 ? static_cast<const void*>(&alpha32) : &g.alpha;
-  const void* beta = dt == DType::float32 ? static_cast<const void*>(&beta32) : &g.beta;
+  const void* alpha = dt == DType::float64 ? static_cast<const void*>(&g.alpha) : &alpha32;
+  const void* beta = dt == DType::float64 ? static_cast<const void*>(&g.beta) : &beta32;
   NDG_CUDA_CHECK(cublasLtMatmul(lt_state(ec.ctx.device_id()).handle, plan.desc, alpha, b, plan.first, a, plan.second,
                                 beta, c, plan.out, c, plan.out, &plan.algo, workspace.data(), plan.workspace,
                                 static_cast<cudaStream_t>(ec.stream)));

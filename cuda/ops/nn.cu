@@ -21,12 +21,14 @@ __global__ void bias_activation_elements(T* out, const T* bias, std::int64_t row
   }
 }
 
-// mask[i] = draw[i] > p ? scale : 0; out[i] = in[i] * mask[i].
+// mask[i] = draw[i] > p ? scale : 0; out[i] = in[i] * mask[i]. Draws are float for float16 and
+// bfloat16.
 template <class T>
-__global__ void dropout_elements(T* out, T* mask, const T* in, const T* draws, std::int64_t n, T threshold, T scale) {
+__global__ void dropout_elements(T* out, T* mask, const T* in, const ComputeType<T>* draws, std::int64_t n,
+                                 ComputeType<T> threshold, T scale) {
   for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
     mask[i] = draws[i] > threshold ? scale : T(0);
-    out[i] = in[i] * mask[i];
+    out[i] = static_cast<T>(in[i] * mask[i]);
   }
 }
 
@@ -48,7 +50,7 @@ void leaky_relu(const ExecContext& ec, const Invocation& inv) {
     T* out = static_cast<T*>(y.data());
     const bool packed = cuda::aligned16(in) && cuda::aligned16(out);
     cuda::launch(ec, inv.op->name, x.size(), &cuda::map_elements<T, LeakyReLUForward<T>>, out, in, x.size(), packed,
-                 LeakyReLUForward<T>{p.act, static_cast<T>(p.slope)});
+                 LeakyReLUForward<T>{p.act, static_cast<ComputeType<T>>(p.slope)});
   });
 }
 
@@ -60,7 +62,7 @@ void leaky_relu_backward(const ExecContext& ec, const Invocation& inv) {
     using T = decltype(tag);
     cuda::launch(ec, inv.op->name, dx.size(), &map3_elements<T, LeakyReLUBackward<T>>, static_cast<T*>(dx.data()),
                  static_cast<const T*>(inv.inputs[0].data()), static_cast<const T*>(inv.inputs[1].data()),
-                 static_cast<const T*>(inv.inputs[2].data()), dx.size(), LeakyReLUBackward<T>{p.act, static_cast<T>(p.slope)});
+                 static_cast<const T*>(inv.inputs[2].data()), dx.size(), LeakyReLUBackward<T>{p.act, static_cast<ComputeType<T>>(p.slope)});
   });
 }
 
@@ -70,15 +72,16 @@ void dropout(const ExecContext& ec, const Invocation& inv) {
   const nd::NDArray &x = inv.inputs[0], &y = inv.outputs[0], &mask = inv.outputs[1];
   const std::int64_t n = x.size(), padded = (n + 3) / 4 * 4;
   if (n == 0) return;
-  const Workspace draws(ec, static_cast<std::size_t>(padded) * dtype_size(x.dtype()));
-  {
-    auto [gen, lock] = cuda::device(ec.ctx.device_id()).curand(-1, padded);
-    cuda::generate_uniform(gen, x.dtype(), draws.data(), padded);
-  }
   dispatch_floating(x.dtype(), "Dropout", [&](auto tag) {
     using T = decltype(tag);
+    using U = ComputeType<T>;
+    const Workspace draws(ec, static_cast<std::size_t>(padded) * sizeof(U));
+    {
+      auto [gen, lock] = cuda::device(ec.ctx.device_id()).curand(-1, padded);
+      cuda::generate_uniform(gen, dtype_of<U>, draws.data(), padded);
+    }
     cuda::launch(ec, "Dropout", n, &dropout_elements<T>, static_cast<T*>(y.data()), static_cast<T*>(mask.data()),
-                 static_cast<const T*>(x.data()), draws.as<T>(), n, static_cast<T>(p), static_cast<T>(1.0 / (1.0 - p)));
+                 static_cast<const T*>(x.data()), draws.as<U>(), n, static_cast<U>(p), static_cast<T>(1.0 / (1.0 - p)));
   });
 }
 

@@ -29,16 +29,19 @@ template <class T>
 __global__ void softmax_rows(const T* x, T* y, std::int64_t rows, std::int64_t length, bool log) {
   const int lane = threadIdx.x % 32;
   for (std::int64_t row = global_thread() / 32; row < rows; row += grid_stride() / 32) {
+    using A = ComputeType<T>;  // float for float16 and bfloat16
     const T* in = x + row * length;
     T* out = y + row * length;
-    T max = -INFINITY;
-    for (std::int64_t k = lane; k < length; k += 32) max = fmax(max, in[k]);
+    A max = -INFINITY;
+    for (std::int64_t k = lane; k < length; k += 32) max = fmax(max, A(in[k]));
     max = warp_max(max);
-    T sum = 0;
-    for (std::int64_t k = lane; k < length; k += 32) sum += exp(in[k] - max);
+    A sum = 0;
+    for (std::int64_t k = lane; k < length; k += 32) sum += exp(A(in[k]) - max);
     sum = warp_sum(sum);
-    const T log_sum = ::log(sum);
-    for (std::int64_t k = lane; k < length; k += 32) out[k] = log ? in[k] - max - log_sum : exp(in[k] - max) / sum;
+    const A log_sum = ::log(sum);
+    for (std::int64_t k = lane; k < length; k += 32) {
+      out[k] = static_cast<T>(log ? A(in[k]) - max - log_sum : exp(A(in[k]) - max) / sum);
+    }
   }
 }
 
@@ -48,16 +51,17 @@ __global__ void softmax_lines(const T* x, T* y, ReduceShape s, bool log) {
   const std::int64_t lines = s.outer * s.inner;
   for (std::int64_t line = global_thread(); line < lines; line += grid_stride()) {
     const std::int64_t o = line / s.inner, i = line % s.inner;
+    using A = ComputeType<T>;
     const T* in = x + o * s.length * s.inner + i;
     T* out = y + o * s.length * s.inner + i;
-    T max = in[0];
-    for (std::int64_t k = 1; k < s.length; ++k) max = fmax(max, in[k * s.inner]);
-    T sum = 0;
-    for (std::int64_t k = 0; k < s.length; ++k) sum += exp(in[k * s.inner] - max);
-    const T log_sum = ::log(sum);
+    A max = in[0];
+    for (std::int64_t k = 1; k < s.length; ++k) max = fmax(max, A(in[k * s.inner]));
+    A sum = 0;
+    for (std::int64_t k = 0; k < s.length; ++k) sum += exp(A(in[k * s.inner]) - max);
+    const A log_sum = ::log(sum);
     for (std::int64_t k = 0; k < s.length; ++k) {
-      const T shifted = in[k * s.inner] - max;
-      out[k * s.inner] = log ? shifted - log_sum : exp(shifted) / sum;
+      const A shifted = A(in[k * s.inner]) - max;
+      out[k * s.inner] = static_cast<T>(log ? shifted - log_sum : exp(shifted) / sum);
     }
   }
 }
@@ -68,7 +72,7 @@ __global__ void softmax_backward_rows(const T* g, const T* y, T* dx, std::int64_
   const int lane = threadIdx.x % 32;
   for (std::int64_t row = global_thread() / 32; row < rows; row += grid_stride() / 32) {
     const std::int64_t start = row * length;
-    T sum = 0;
+    ComputeType<T> sum = 0;
     for (std::int64_t k = lane; k < length; k += 32) sum += softmax_backward_term(g[start + k], y[start + k], log);
     sum = warp_sum(sum);
     for (std::int64_t k = lane; k < length; k += 32) {
@@ -106,7 +110,7 @@ template <class T>
 __global__ void softmax_output_grad_elements(T* dx, const T* y, const T* label, std::int64_t rows, std::int64_t classes,
                                              bool use_ignore, std::int64_t ignore, double grad_scale,
                                              const std::int64_t* count) {
-  const T scale = static_cast<T>(count ? grad_scale / static_cast<double>(*count > 0 ? *count : 1) : grad_scale);
+  const auto scale = static_cast<ComputeType<T>>(count ? grad_scale / static_cast<double>(*count > 0 ? *count : 1) : grad_scale);
   const std::int64_t n = rows * classes;
   for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
     const std::int64_t cls = label_class(label[i / classes]);

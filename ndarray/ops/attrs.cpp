@@ -203,7 +203,7 @@ std::string AttrReader::choice(const char* name, const char* fallback, std::init
 }
 
 DType AttrReader::dtype(const char* name) {
-  return read<DType>(name, {}, &parse_dtype, "a dtype of ndgluon (float32, float64, int32, int64, uint8)");
+  return read<DType>(name, {}, &parse_dtype, "a dtype of ndgluon (float32, float64, float16, bfloat16, int32, int64, uint8)");
 }
 
 bool AttrReader::is_none(const char* name) { return is_none_text(find(name)); }

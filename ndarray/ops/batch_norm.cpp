@@ -3,7 +3,8 @@
 // are in cuda/ops/batch_norm.cu.
 //
 // BatchNorm's inputs are (data, gamma, beta, moving_mean, moving_var), its outputs (out, mean,
-// invstd): the statistics it normalised by, which backward reuses. In training the kernel also
+// invstd): the statistics it normalised by, which backward reuses. Float16 and bfloat16 data keep
+// their parameters and statistics in float32, as MXNet and cuDNN do. In training the kernel also
 // updates moving_mean and moving_var in place, as MXNet's auxiliary states, so that a replayed
 // graph updates them too.
 #include <cmath>
@@ -35,16 +36,20 @@ void batch_norm_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
                      nd::describe(x));
   }
   const Shape channels{x.shape()[channel_axis(p, x)]};
+  const DType param_dtype = batch_norm_param_dtype(x.dtype());
   const char* names[] = {"gamma", "beta", "moving_mean", "moving_var"};
   for (int i = 1; i <= 4; ++i) {
     const NDArray& param = inv.inputs[static_cast<std::size_t>(i)];
-    nd::check_same_dtype(op, x, param);
+    if (param.dtype() != param_dtype) {
+      throw DTypeError(std::string(op) + ": " + names[i - 1] + " " + nd::describe(param) + " must be " +
+                       dtype_name(param_dtype) + " for data " + nd::describe(x));
+    }
     if (param.shape() != channels) {
       throw ShapeError(std::string(op) + ": " + names[i - 1] + " " + nd::describe(param) + " does not fit data " +
                        nd::describe(x) + " along axis " + std::to_string(p.axis) + "; expected " + channels.tuple_str());
     }
   }
-  out = {{x.shape(), x.dtype()}, {channels, x.dtype()}, {channels, x.dtype()}};
+  out = {{x.shape(), x.dtype()}, {channels, param_dtype}, {channels, param_dtype}};
 }
 
 void batch_norm_cpu(const ExecContext&, const Invocation& inv) {
@@ -54,18 +59,19 @@ void batch_norm_cpu(const ExecContext&, const Invocation& inv) {
   const std::int64_t count = s.outer * s.inner;  // elements per channel
   dispatch_floating(x.dtype(), "BatchNorm", [&](auto tag) {
     using T = decltype(tag);
-    const T *in = static_cast<const T*>(x.data()), *gamma = static_cast<const T*>(inv.inputs[1].data()),
-            *beta = static_cast<const T*>(inv.inputs[2].data());
-    T *moving_mean = static_cast<T*>(inv.inputs[3].data()), *moving_var = static_cast<T*>(inv.inputs[4].data());
-    T *out = static_cast<T*>(inv.outputs[0].data()), *mean = static_cast<T*>(inv.outputs[1].data()),
-      *invstd = static_cast<T*>(inv.outputs[2].data());
+    using P = ComputeType<T>;  // parameters and statistics
+    const T* in = static_cast<const T*>(x.data());
+    const P *gamma = static_cast<const P*>(inv.inputs[1].data()), *beta = static_cast<const P*>(inv.inputs[2].data());
+    P *moving_mean = static_cast<P*>(inv.inputs[3].data()), *moving_var = static_cast<P*>(inv.inputs[4].data());
+    T* out = static_cast<T*>(inv.outputs[0].data());
+    P *mean = static_cast<P*>(inv.outputs[1].data()), *invstd = static_cast<P*>(inv.outputs[2].data());
     const auto element = [&](std::int64_t c, std::int64_t o, std::int64_t i) -> std::int64_t {
       return (o * s.length + c) * s.inner + i;
     };
     parallel_for(s.length, [&](std::int64_t c) {
       if (!p.training || count == 0) {
         mean[c] = moving_mean[c];
-        invstd[c] = static_cast<T>(1.0 / std::sqrt(static_cast<double>(moving_var[c]) + p.eps));
+        invstd[c] = static_cast<P>(1.0 / std::sqrt(static_cast<double>(moving_var[c]) + p.eps));
         return;
       }
       double sum = 0, squares = 0;
@@ -74,19 +80,22 @@ void batch_norm_cpu(const ExecContext&, const Invocation& inv) {
       }
       const double m = sum / static_cast<double>(count);
       for (std::int64_t o = 0; o < s.outer; ++o) {
-        for (std::int64_t i = 0; i < s.inner; ++i) squares += (in[element(c, o, i)] - m) * (in[element(c, o, i)] - m);
+        for (std::int64_t i = 0; i < s.inner; ++i) {
+          const double d = static_cast<double>(in[element(c, o, i)]) - m;
+          squares += d * d;
+        }
       }
       const double var = squares / static_cast<double>(count);
       const double unbiased = count > 1 ? squares / static_cast<double>(count - 1) : var;
-      mean[c] = static_cast<T>(m);
-      invstd[c] = static_cast<T>(1.0 / std::sqrt(var + p.eps));
-      moving_mean[c] = static_cast<T>(p.momentum * moving_mean[c] + (1 - p.momentum) * m);
-      moving_var[c] = static_cast<T>(p.momentum * moving_var[c] + (1 - p.momentum) * unbiased);
+      mean[c] = static_cast<P>(m);
+      invstd[c] = static_cast<P>(1.0 / std::sqrt(var + p.eps));
+      moving_mean[c] = static_cast<P>(p.momentum * moving_mean[c] + (1 - p.momentum) * m);
+      moving_var[c] = static_cast<P>(p.momentum * moving_var[c] + (1 - p.momentum) * unbiased);
     }, x.size());
     parallel_for(s.outer * s.length, [&](std::int64_t row) {
       const std::int64_t c = row % s.length;
-      const T scale = (p.fix_gamma ? T(1) : gamma[c]) * invstd[c], shift = beta[c] - mean[c] * scale;
-      for (std::int64_t i = 0; i < s.inner; ++i) out[row * s.inner + i] = in[row * s.inner + i] * scale + shift;
+      const P scale = (p.fix_gamma ? P(1) : gamma[c]) * invstd[c], shift = beta[c] - mean[c] * scale;
+      for (std::int64_t i = 0; i < s.inner; ++i) out[row * s.inner + i] = static_cast<T>(in[row * s.inner + i] * scale + shift);
     }, x.size());
   });
 }
@@ -98,7 +107,7 @@ void batch_norm_cpu(const ExecContext&, const Invocation& inv) {
 // dbeta = Σdy.
 void backward_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   const NDArray &x = inv.inputs[1], &gamma = inv.inputs[2];
-  out = {{x.shape(), x.dtype()}, {gamma.shape(), x.dtype()}, {gamma.shape(), x.dtype()}};
+  out = {{x.shape(), x.dtype()}, {gamma.shape(), gamma.dtype()}, {gamma.shape(), gamma.dtype()}};
 }
 
 void backward_cpu(const ExecContext&, const Invocation& inv) {
@@ -108,30 +117,31 @@ void backward_cpu(const ExecContext&, const Invocation& inv) {
   const double count = static_cast<double>(s.outer * s.inner);
   dispatch_floating(x.dtype(), "BatchNorm", [&](auto tag) {
     using T = decltype(tag);
-    const T *dy = static_cast<const T*>(inv.inputs[0].data()), *in = static_cast<const T*>(x.data()),
-            *gamma = static_cast<const T*>(inv.inputs[2].data()), *mean = static_cast<const T*>(inv.inputs[3].data()),
-            *invstd = static_cast<const T*>(inv.inputs[4].data());
-    T *dx = static_cast<T*>(inv.outputs[0].data()), *dgamma = static_cast<T*>(inv.outputs[1].data()),
-      *dbeta = static_cast<T*>(inv.outputs[2].data());
+    using P = ComputeType<T>;
+    const T *dy = static_cast<const T*>(inv.inputs[0].data()), *in = static_cast<const T*>(x.data());
+    const P *gamma = static_cast<const P*>(inv.inputs[2].data()), *mean = static_cast<const P*>(inv.inputs[3].data()),
+            *invstd = static_cast<const P*>(inv.inputs[4].data());
+    T* dx = static_cast<T*>(inv.outputs[0].data());
+    P *dgamma = static_cast<P*>(inv.outputs[1].data()), *dbeta = static_cast<P*>(inv.outputs[2].data());
     parallel_for(s.length, [&](std::int64_t c) {
       double sum_dy = 0, sum_dy_xhat = 0;
       for (std::int64_t o = 0; o < s.outer; ++o) {
         const std::int64_t row = (o * s.length + c) * s.inner;
         for (std::int64_t i = 0; i < s.inner; ++i) {
           sum_dy += dy[row + i];
-          sum_dy_xhat += static_cast<double>(dy[row + i]) * (in[row + i] - mean[c]) * invstd[c];
+          sum_dy_xhat += static_cast<double>(dy[row + i]) * (static_cast<double>(in[row + i]) - mean[c]) * invstd[c];
         }
       }
-      dbeta[c] = static_cast<T>(sum_dy);
-      dgamma[c] = p.fix_gamma ? T(0) : static_cast<T>(sum_dy_xhat);
+      dbeta[c] = static_cast<P>(sum_dy);
+      dgamma[c] = p.fix_gamma ? P(0) : static_cast<P>(sum_dy_xhat);
       const double scale = (p.fix_gamma ? 1.0 : static_cast<double>(gamma[c])) * invstd[c];
       const double mean_dy = p.training && count > 0 ? sum_dy / count : 0.0;
       const double mean_dy_xhat = p.training && count > 0 ? sum_dy_xhat / count : 0.0;
       for (std::int64_t o = 0; o < s.outer; ++o) {
         const std::int64_t row = (o * s.length + c) * s.inner;
         for (std::int64_t i = 0; i < s.inner; ++i) {
-          const double xhat = (in[row + i] - mean[c]) * static_cast<double>(invstd[c]);
-          dx[row + i] = static_cast<T>(scale * (dy[row + i] - mean_dy - xhat * mean_dy_xhat));
+          const double xhat = (static_cast<double>(in[row + i]) - mean[c]) * static_cast<double>(invstd[c]);
+          dx[row + i] = static_cast<T>(scale * (static_cast<double>(dy[row + i]) - mean_dy - xhat * mean_dy_xhat));
         }
       }
     }, x.size());

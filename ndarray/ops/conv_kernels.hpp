@@ -100,6 +100,10 @@ struct BatchNormParams {
   bool training = true;
 };
 
+// The dtype of BatchNorm's parameters and statistics for data of dtype x: float32 for float16 and
+// bfloat16 data, x's own otherwise.
+constexpr DType batch_norm_param_dtype(DType x) { return is_half(x) ? DType::float32 : x; }
+
 // --- element functions shared by the CPU loops and the CUDA kernels ------------------------------
 
 // i's coordinates in a 3-D extent. I is the index type: the GPU kernels use 32 bits where every
@@ -139,7 +143,7 @@ NDG_HD T col2im_element(const ConvGeometry& g, const T* col, std::int64_t i) {
   const std::int64_t channel = i / g.in_size();
   std::int64_t at[3];
   unravel3(i % g.in_size(), g.in, at);
-  T sum = T(0);
+  ComputeType<T> sum = 0;
   for (int k0 = 0; k0 < w.kernel[0]; ++k0) {
     const std::int64_t t0 = at[0] + w.pad[0] - std::int64_t{k0} * w.dilation[0];
     if (t0 < 0 || t0 % w.stride[0] != 0 || t0 / w.stride[0] >= g.out[0]) continue;
@@ -155,7 +159,7 @@ NDG_HD T col2im_element(const ConvGeometry& g, const T* col, std::int64_t i) {
       }
     }
   }
-  return sum;
+  return static_cast<T>(sum);
 }
 
 // One pooling window along dimension d for output coordinate o: [begin, end) over the input, and
@@ -195,7 +199,8 @@ NDG_HD T pool_element(const ConvGeometry& g, const PoolingParams& p, const T* x,
   unravel3(i - plane * outs, g.out, o);
   const Span<I> s0 = pool_span(g, 0, o[0]), s1 = pool_span(g, 1, o[1]), s2 = pool_span(g, 2, o[2]);
   const T* in = x + static_cast<std::int64_t>(plane) * ins;
-  T best = T(0), sum = T(0);
+  T best = T(0);
+  ComputeType<T> sum = 0;  // float for float16 and bfloat16
   I best_at = -1;
   for (I a = s0.begin; a < s0.end; ++a) {
     for (I b = s1.begin; b < s1.end; ++b) {
@@ -214,7 +219,7 @@ NDG_HD T pool_element(const ConvGeometry& g, const PoolingParams& p, const T* x,
     argmax[i] = static_cast<std::int32_t>(best_at);
     return best;
   }
-  return sum / static_cast<T>(pool_divisor(g, p.count_include_pad, o));
+  return static_cast<T>(sum / static_cast<ComputeType<T>>(pool_divisor(g, p.count_include_pad, o)));
 }
 
 // The outputs along dimension d whose window holds input coordinate at: [first, last].
@@ -237,7 +242,7 @@ NDG_HD T pool_backward_element(const ConvGeometry& g, const PoolingParams& p, co
   unravel3(pos, g.in, at);
   for (int d = 0; d < 3; ++d) covering_outputs(g, d, at[d], lo[d], hi[d]);
   const I base = plane * outs;
-  T sum = T(0);
+  ComputeType<T> sum = 0;
   for (I a = lo[0]; a <= hi[0]; ++a) {
     for (I b = lo[1]; b <= hi[1]; ++b) {
       for (I c = lo[2]; c <= hi[2]; ++c) {
@@ -246,12 +251,12 @@ NDG_HD T pool_backward_element(const ConvGeometry& g, const PoolingParams& p, co
           if (argmax[o] == pos) sum += dy[o];
         } else {
           const I oc[3] = {a, b, c};
-          sum += dy[o] / static_cast<T>(pool_divisor(g, p.count_include_pad, oc));
+          sum += dy[o] / static_cast<ComputeType<T>>(pool_divisor(g, p.count_include_pad, oc));
         }
       }
     }
   }
-  return sum;
+  return static_cast<T>(sum);
 }
 
 // Windows that do not overlap (stride >= kernel along every axis): backward then goes one thread
@@ -287,7 +292,7 @@ NDG_HD void pool_backward_window(const ConvGeometry& g, const PoolingParams& p, 
   unravel3(i - plane * outs, g.out, o);
   const Span<I> s0 = pool_span(g, 0, o[0]), s1 = pool_span(g, 1, o[1]), s2 = pool_span(g, 2, o[2]);
   T* out = dx + static_cast<std::int64_t>(plane) * ins;
-  const T v = p.max ? dy[i] : dy[i] / static_cast<T>(pool_divisor(g, p.count_include_pad, o));
+  const T v = p.max ? dy[i] : static_cast<T>(dy[i] / static_cast<ComputeType<T>>(pool_divisor(g, p.count_include_pad, o)));
   const I best = p.max ? static_cast<I>(argmax[i]) : I(-1);
   for (I a = s0.begin; a < s0.end; ++a) {
     for (I b = s1.begin; b < s1.end; ++b) {

@@ -35,7 +35,7 @@ void map3_cpu(const T* g, const T* x, const T* y, T* out, std::int64_t n, F f) {
 template <UnaryOp op, class T>
 struct UnaryCpu {
   static void run(const Invocation& inv) {
-    if constexpr (Unary<op>::floating_only && !std::is_floating_point_v<T>) {
+    if constexpr (Unary<op>::floating_only && !mx::is_float_v<T>) {
       throw DTypeError(std::string(op_name(op)) + ": not defined for " + dtype_name(dtype_of<T>));
     } else {
       map_cpu(static_cast<const T*>(inv.inputs[0].data()), static_cast<T*>(inv.outputs[0].data()),
@@ -47,7 +47,7 @@ struct UnaryCpu {
 template <UnaryOp op, class T>
 struct UnaryBackwardCpu {
   static void run(const Invocation& inv) {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (mx::is_float_v<T>) {
       map3_cpu(static_cast<const T*>(inv.inputs[0].data()), static_cast<const T*>(inv.inputs[1].data()),
                static_cast<const T*>(inv.inputs[2].data()), static_cast<T*>(inv.outputs[0].data()),
                inv.outputs[0].size(), UnaryBackward<op>{});
@@ -79,7 +79,7 @@ struct BinaryCpu {
 template <BinaryOp op, class T>
 struct BinaryBackwardCpu {
   static void run(const Invocation& inv) {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (mx::is_float_v<T>) {
       const T* g = static_cast<const T*>(inv.inputs[0].data());
       const T* a = static_cast<const T*>(inv.inputs[1].data());
       const T* b = static_cast<const T*>(inv.inputs[2].data());
@@ -91,8 +91,8 @@ struct BinaryBackwardCpu {
       parallel_for(n, [&](std::int64_t i) {
         std::int64_t off[2];
         index.offsets(i, off);
-        ga[i] = g[i] * Binary<op>::da(a[off[0]], b[off[1]], y[i]);
-        gb[i] = g[i] * Binary<op>::db(a[off[0]], b[off[1]], y[i]);
+        ga[i] = static_cast<T>(g[i] * Binary<op>::da(a[off[0]], b[off[1]], y[i]));
+        gb[i] = static_cast<T>(g[i] * Binary<op>::db(a[off[0]], b[off[1]], y[i]));
       });
     }
   }
@@ -110,7 +110,7 @@ struct ScalarCpu {
 template <BinaryOp op, class T>
 struct ScalarBackwardCpu {
   static void run(const Invocation& inv) {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (mx::is_float_v<T>) {
       const auto& p = inv.params.as<ScalarParams>();
       map3_cpu(static_cast<const T*>(inv.inputs[0].data()), static_cast<const T*>(inv.inputs[1].data()),
                static_cast<const T*>(inv.inputs[2].data()), static_cast<T*>(inv.outputs[0].data()),

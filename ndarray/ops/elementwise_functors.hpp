@@ -5,14 +5,16 @@
 #include <cmath>
 #include <type_traits>
 
+#include "ndarray/half.hpp"
 #include "ndarray/host_device.hpp"
 #include "ndarray/op_kinds.hpp"
 
 namespace mx::op {
 
 // Transcendental functions run in float for float and in double for every other type, so that
-// integer instantiations call overloads that exist in device code too.
-template <class T> using MathType = std::conditional_t<std::is_same_v<T, float>, float, double>;
+// integer instantiations call overloads that exist in device code too. float16 and bfloat16
+// compute in float.
+template <class T> using MathType = std::conditional_t<std::is_same_v<ComputeType<T>, float>, float, double>;
 
 template <UnaryOp op> struct Unary;
 template <BinaryOp op> struct Binary;
@@ -25,9 +27,9 @@ template <BinaryOp op> struct Binary;
       using Math [[maybe_unused]] = MathType<T>;                                                             \
       return static_cast<T>(FORWARD);                                                         \
     }                                                                                         \
-    template <class T> NDG_HD static T derivative([[maybe_unused]] T x, [[maybe_unused]] T y) { \
+    template <class T> NDG_HD static ComputeType<T> derivative([[maybe_unused]] T x, [[maybe_unused]] T y) { \
       using Math [[maybe_unused]] = MathType<T>;                                                             \
-      return static_cast<T>(DERIVATIVE);                                                      \
+      return static_cast<ComputeType<T>>(DERIVATIVE);                                         \
     }                                                                                         \
   };
 NDG_UNARY_OPS(NDG_UNARY_FUNCTOR)
@@ -40,13 +42,13 @@ NDG_UNARY_OPS(NDG_UNARY_FUNCTOR)
       using Math [[maybe_unused]] = MathType<T>;                                                             \
       return static_cast<T>(FORWARD);                                                         \
     }                                                                                         \
-    template <class T> NDG_HD static T da([[maybe_unused]] T a, [[maybe_unused]] T b, [[maybe_unused]] T y) { \
+    template <class T> NDG_HD static ComputeType<T> da([[maybe_unused]] T a, [[maybe_unused]] T b, [[maybe_unused]] T y) { \
       using Math [[maybe_unused]] = MathType<T>;                                                             \
-      return static_cast<T>(DA);                                                              \
+      return static_cast<ComputeType<T>>(DA);                                                 \
     }                                                                                         \
-    template <class T> NDG_HD static T db([[maybe_unused]] T a, [[maybe_unused]] T b, [[maybe_unused]] T y) { \
+    template <class T> NDG_HD static ComputeType<T> db([[maybe_unused]] T a, [[maybe_unused]] T b, [[maybe_unused]] T y) { \
       using Math [[maybe_unused]] = MathType<T>;                                                             \
-      return static_cast<T>(DB);                                                              \
+      return static_cast<ComputeType<T>>(DB);                                                 \
     }                                                                                         \
   };
 NDG_BINARY_OPS(NDG_BINARY_FUNCTOR)
@@ -58,7 +60,9 @@ template <UnaryOp op> struct UnaryForward {
   template <class T> NDG_HD T operator()(T x) const { return Unary<op>::forward(x); }
 };
 template <UnaryOp op> struct UnaryBackward {
-  template <class T> NDG_HD T operator()(T g, T x, T y) const { return g * Unary<op>::derivative(x, y); }
+  template <class T> NDG_HD T operator()(T g, T x, T y) const {
+    return static_cast<T>(g * Unary<op>::derivative(x, y));
+  }
 };
 template <BinaryOp op> struct BinaryForward {
   template <class T> NDG_HD T operator()(T a, T b) const { return Binary<op>::forward(a, b); }
@@ -73,7 +77,7 @@ template <BinaryOp op, class T> struct ScalarBackward {
   T scalar;
   bool reverse;
   NDG_HD T operator()(T g, T a, T y) const {
-    return g * (reverse ? Binary<op>::db(scalar, a, y) : Binary<op>::da(a, scalar, y));
+    return static_cast<T>(g * (reverse ? Binary<op>::db(scalar, a, y) : Binary<op>::da(a, scalar, y)));
   }
 };
 

@@ -35,7 +35,7 @@
   X(add, true, a + b, M(1), M(1))                                                               \
   X(subtract, true, a - b, M(1), M(-1))                                                         \
   X(multiply, true, a * b, M(b), M(a))                                                          \
-  X(divide, true, (!std::is_floating_point_v<T> && b == T(0) ? T(0) : T(a / b)), M(1) / M(b),      \
+  X(divide, true, (!mx::is_float_v<T> && b == T(0) ? T(0) : T(a / b)), M(1) / M(b),      \
     -M(y) / M(b))                                                                                     \
   X(power, true, std::pow(M(a), M(b)), M(b) * std::pow(M(a), M(b) - M(1)), M(y) * std::log(M(a)))     \
   X(maximum, true, (a > b ? a : b), M(a >= b), M(a < b))                                        \

@@ -4,12 +4,15 @@
 
 #include <cblas.h>
 
+#include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "ndarray/checks.hpp"
 #include "ndarray/contiguous.hpp"
 #include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
+#include "ndarray/ops/parallel.hpp"
 
 namespace mx::op {
 namespace {
@@ -29,6 +32,26 @@ void cpu_gemm(DType dt, const GemmArgs& g, const void* a, const void* b, void* c
     cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, g.alpha, static_cast<const double*>(a), lda,
                 static_cast<const double*>(b), ldb, g.beta, static_cast<double*>(c), n);
   }
+}
+
+// float16 and bfloat16 on cpu(0): the operands widened to float32, one sgemm, c rounded once.
+void cpu_gemm_through_float(DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
+  dispatch_floating(dt, "gemm", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (is_half_v<T>) {
+      const auto widen = [](const void* in, std::int64_t n) {
+        std::vector<float> out(static_cast<std::size_t>(n));
+        const T* from = static_cast<const T*>(in);
+        parallel_for_simd(n, [&](std::int64_t i) { out[static_cast<std::size_t>(i)] = static_cast<float>(from[i]); });
+        return out;
+      };
+      const std::vector<float> a32 = widen(a, g.m * g.k), b32 = widen(b, g.k * g.n);
+      std::vector<float> c32 = g.beta != 0.0 ? widen(c, g.m * g.n) : std::vector<float>(static_cast<std::size_t>(g.m * g.n));
+      cpu_gemm(DType::float32, g, a32.data(), b32.data(), c32.data());
+      T* out = static_cast<T*>(c);
+      parallel_for_simd(g.m * g.n, [&](std::int64_t i) { out[i] = static_cast<T>(c32[static_cast<std::size_t>(i)]); });
+    }
+  });
 }
 
 // --- dot ------------------------------------------------------------------------------------------
@@ -140,9 +163,15 @@ const OpDef& dot_def() {
 
 }  // namespace
 
+namespace {
+std::atomic<bool> tf32_allowed{false};
+}  // namespace
+
+bool allow_tf32() { return tf32_allowed.load(std::memory_order_relaxed); }
+
 void gemm(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, const void* b, void* c) {
-  if (dt != DType::float32 && dt != DType::float64) {
-    throw DTypeError(std::string("gemm: supports float32 and float64, not ") + dtype_name(dt));
+  if (!is_floating(dt)) {
+    throw DTypeError(std::string("gemm: supports float32, float64, float16 and bfloat16, not ") + dtype_name(dt));
   }
   if (ec.ctx.is_gpu()) {
 #ifdef NDG_HAVE_CUDA
@@ -153,10 +182,24 @@ void gemm(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, 
     if (args.beta == 0.0) std::memset(c, 0, static_cast<std::size_t>(args.m * args.n) * dtype_size(dt));
     return;
   }
+  if (is_half(dt)) return cpu_gemm_through_float(dt, args, a, b, c);
   cpu_gemm(dt, args, a, b, c);
 }
 
 }  // namespace mx::op
+
+namespace mx {
+
+void set_matmul_precision(const std::string& precision) {
+  if (precision != "highest" && precision != "high") {
+    throw ValueError("set_matmul_precision: \"" + precision + "\" is not a precision; use \"highest\" or \"high\"");
+  }
+  op::tf32_allowed.store(precision == "high", std::memory_order_relaxed);
+}
+
+std::string matmul_precision() { return op::allow_tf32() ? "high" : "highest"; }
+
+}  // namespace mx
 
 namespace mx::nd {
 

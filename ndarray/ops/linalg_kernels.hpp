@@ -16,9 +16,13 @@ struct GemmArgs {
   double alpha = 1.0, beta = 0.0;
 };
 
-// c = alpha * op(a) · op(b) + beta * c, queued on ec's device; float32 and float64. With k = 0 the
-// product sums nothing: c becomes beta * c for beta 0 or 1, the values callers use.
+// c = alpha * op(a) · op(b) + beta * c, queued on ec's device; float32, float64, float16 and
+// bfloat16 (accumulating in float32). With k = 0 the product sums nothing: c becomes beta * c for
+// beta 0 or 1, the values callers use.
 void gemm(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, const void* b, void* c);
+
+// Whether float32 products may use TF32 tensor cores (mx::set_matmul_precision("high")).
+bool allow_tf32();
 
 // dot(a, b) with either operand transposed (2-D ones).
 struct DotParams {

@@ -33,7 +33,7 @@ struct PickParams {
 // an infinite one the nearest end when clipping and 0 when wrapping.
 template <class I>
 NDG_HD std::int64_t pick_position(I index, std::int64_t length, bool wrap) {
-  if constexpr (std::is_floating_point_v<I>) {
+  if constexpr (mx::is_float_v<I>) {
     const double x = static_cast<double>(index);
     if (!wrap) {
       if (!(x > 0)) return 0;  // also NaN

@@ -161,16 +161,19 @@ void dropout_cpu(const ExecContext& ec, const Invocation& inv) {
   const NDArray &x = inv.inputs[0], &y = inv.outputs[0], &mask = inv.outputs[1];
   const std::int64_t n = x.size(), padded = (n + 3) / 4 * 4;
   if (n == 0) return;
-  const Workspace draws(ec, static_cast<std::size_t>(padded) * dtype_size(x.dtype()));
-  detail::host_random_uniform(x.dtype(), draws.data(), padded, -1);
   dispatch_floating(x.dtype(), "Dropout", [&](auto tag) {
     using T = decltype(tag);
-    const T *in = static_cast<const T*>(x.data()), *u = draws.as<T>();
+    using U = ComputeType<T>;  // the draws: float for float16 and bfloat16
+    const Workspace draws(ec, static_cast<std::size_t>(padded) * sizeof(U));
+    detail::host_random_uniform(dtype_of<U>, draws.data(), padded, -1);
+    const T* in = static_cast<const T*>(x.data());
+    const U* u = draws.as<U>();
     T *out = static_cast<T*>(y.data()), *m = static_cast<T*>(mask.data());
-    const T scale = static_cast<T>(1.0 / (1.0 - p)), threshold = static_cast<T>(p);
+    const T scale = static_cast<T>(1.0 / (1.0 - p));
+    const U threshold = static_cast<U>(p);
     parallel_for_simd(n, [&](std::int64_t i) {
       m[i] = u[i] > threshold ? scale : T(0);
-      out[i] = in[i] * m[i];
+      out[i] = static_cast<T>(in[i] * m[i]);
     });
   });
 }
@@ -227,7 +230,7 @@ void leaky_relu_cpu(const ExecContext&, const Invocation& inv) {
   const NDArray &x = inv.inputs[0], &y = inv.outputs[0];
   dispatch_floating(x.dtype(), "LeakyReLU", [&](auto tag) {
     using T = decltype(tag);
-    const LeakyReLUForward<T> f{leaky_params(inv).act, static_cast<T>(leaky_params(inv).slope)};
+    const LeakyReLUForward<T> f{leaky_params(inv).act, static_cast<ComputeType<T>>(leaky_params(inv).slope)};
     const T* in = static_cast<const T*>(x.data());
     T* out = static_cast<T*>(y.data());
     parallel_for_simd(x.size(), [&](std::int64_t i) { out[i] = f(in[i]); });
@@ -251,7 +254,7 @@ void leaky_relu_backward_cpu(const ExecContext&, const Invocation& inv) {
   const NDArray& dx = inv.outputs[0];
   dispatch_floating(dx.dtype(), "_backward_LeakyReLU", [&](auto tag) {
     using T = decltype(tag);
-    const LeakyReLUBackward<T> f{leaky_params(inv).act, static_cast<T>(leaky_params(inv).slope)};
+    const LeakyReLUBackward<T> f{leaky_params(inv).act, static_cast<ComputeType<T>>(leaky_params(inv).slope)};
     const T* g = static_cast<const T*>(inv.inputs[0].data());
     const T* x = static_cast<const T*>(inv.inputs[1].data());
     const T* y = static_cast<const T*>(inv.inputs[2].data());

@@ -71,41 +71,46 @@ struct LeakyReLUParams {
 inline constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 inline constexpr double kSeluLambda = 1.0507009873554804934193349852946;
 
-// The element functions, written once for the CPU loops and the CUDA kernels (T float or double):
+// The element functions, written once for the CPU loops and the CUDA kernels, computed in A
+// (float for float16 and bfloat16) and rounded once to T:
 //   leaky  x > 0 ? x : slope x                         dy/dx  x > 0 ? 1 : slope
 //   elu    x > 0 ? x : slope (e^x - 1)                        x > 0 ? 1 : y + slope
 //   selu   lambda (x > 0 ? x : alpha (e^x - 1))               x > 0 ? lambda : y + lambda alpha
 //   gelu   x Phi(x) = x/2 erfc(-x/sqrt 2) (exact, erf form)   Phi(x) + x phi(x)
 template <class T>
 struct LeakyReLUForward {
+  using A = ComputeType<T>;
   LeakyAct act;
-  T slope;
-  NDG_HD T operator()(T x) const {
+  A slope;
+  NDG_HD T operator()(T in) const {
+    const A x = static_cast<A>(in);
     switch (act) {
-      case LeakyAct::leaky: return x > T(0) ? x : slope * x;
-      case LeakyAct::elu: return x > T(0) ? x : slope * std::expm1(x);
-      case LeakyAct::selu: return T(kSeluLambda) * (x > T(0) ? x : T(kSeluAlpha) * std::expm1(x));
-      case LeakyAct::gelu: return T(0.5) * x * std::erfc(x * T(-0.7071067811865476));
+      case LeakyAct::leaky: return static_cast<T>(x > A(0) ? x : slope * x);
+      case LeakyAct::elu: return static_cast<T>(x > A(0) ? x : slope * std::expm1(x));
+      case LeakyAct::selu: return static_cast<T>(A(kSeluLambda) * (x > A(0) ? x : A(kSeluAlpha) * std::expm1(x)));
+      case LeakyAct::gelu: return static_cast<T>(A(0.5) * x * std::erfc(x * A(-0.7071067811865476)));
     }
-    return x;
+    return in;
   }
 };
 
 // g * dy/dx from the input x and the output y.
 template <class T>
 struct LeakyReLUBackward {
+  using A = ComputeType<T>;
   LeakyAct act;
-  T slope;
-  NDG_HD T operator()(T g, T x, T y) const {
+  A slope;
+  NDG_HD T operator()(T g_in, T x_in, T y_in) const {
+    const A g = static_cast<A>(g_in), x = static_cast<A>(x_in), y = static_cast<A>(y_in);
     switch (act) {
-      case LeakyAct::leaky: return x > T(0) ? g : g * slope;
-      case LeakyAct::elu: return x > T(0) ? g : g * (y + slope);
-      case LeakyAct::selu: return x > T(0) ? g * T(kSeluLambda) : g * (y + T(kSeluLambda * kSeluAlpha));
+      case LeakyAct::leaky: return static_cast<T>(x > A(0) ? g : g * slope);
+      case LeakyAct::elu: return static_cast<T>(x > A(0) ? g : g * (y + slope));
+      case LeakyAct::selu: return static_cast<T>(x > A(0) ? g * A(kSeluLambda) : g * (y + A(kSeluLambda * kSeluAlpha)));
       case LeakyAct::gelu:
-        return g * (T(0.5) * std::erfc(x * T(-0.7071067811865476)) +
-                    x * T(0.3989422804014327) * std::exp(T(-0.5) * x * x));
+        return static_cast<T>(g * (A(0.5) * std::erfc(x * A(-0.7071067811865476)) +
+                                   x * A(0.3989422804014327) * std::exp(A(-0.5) * x * x)));
     }
-    return g;
+    return g_in;
   }
 };
 

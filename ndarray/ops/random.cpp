@@ -38,29 +38,42 @@ namespace {
 void random_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   const nd::NDArray& y = inv.outputs.at(0);
   if (!is_floating(y.dtype())) {
-    throw DTypeError(std::string(inv.op->name) + " draws float32 or float64, not " + dtype_name(y.dtype()));
+    throw DTypeError(std::string(inv.op->name) + " draws float32, float64, float16 or bfloat16, not " + dtype_name(y.dtype()));
   }
   out = {{y.shape(), y.dtype()}};
 }
 
-void random_uniform_cpu(const ExecContext&, const Invocation& inv) {
+// float16 and bfloat16 draw in float32 (into scratch memory), are mapped there, and are rounded
+// once, as on a GPU.
+void random_uniform_cpu(const ExecContext& ec, const Invocation& inv) {
   const nd::NDArray& y = inv.outputs[0];
   const auto& p = inv.params.as<RandomParams>();
   const std::int64_t n = y.size();
-  detail::host_random_uniform(y.dtype(), y.data(), n, p.offset);
-  if (p.a == 0.0 && p.b == 1.0) return;
-  dispatch_floating(y.dtype(), inv.op->name, [&](auto tag) {  // (0, 1] -> (low, high]
+  dispatch_floating(y.dtype(), inv.op->name, [&](auto tag) {
     using T = decltype(tag);
+    using U = ComputeType<T>;
+    const Workspace staged(ec, is_half_v<T> ? static_cast<std::size_t>(n) * sizeof(U) : 0);
+    U* draws = is_half_v<T> ? staged.as<U>() : static_cast<U*>(y.data());
+    detail::host_random_uniform(dtype_of<U>, draws, n, p.offset);
+    if (!is_half_v<T> && p.a == 0.0 && p.b == 1.0) return;
     T* values = static_cast<T*>(y.data());
-    const functors::Affine<T> f{static_cast<T>(p.b - p.a), static_cast<T>(p.a)};
-    parallel_for_simd(n, [&](std::int64_t i) { values[i] = f(values[i]); });
+    const functors::Affine<U> f{static_cast<U>(p.b - p.a), static_cast<U>(p.a)};  // (0, 1] -> (low, high]
+    parallel_for_simd(n, [&](std::int64_t i) { values[i] = static_cast<T>(f(draws[i])); });
   });
 }
 
-void random_normal_cpu(const ExecContext&, const Invocation& inv) {
+void random_normal_cpu(const ExecContext& ec, const Invocation& inv) {
   const nd::NDArray& y = inv.outputs[0];
   const auto& p = inv.params.as<RandomParams>();
-  detail::host_random_normal(y.dtype(), y.data(), y.size(), p.a, p.b, p.offset);
+  const std::int64_t n = y.size();
+  if (!is_half(y.dtype())) return detail::host_random_normal(y.dtype(), y.data(), n, p.a, p.b, p.offset);
+  const Workspace staged(ec, static_cast<std::size_t>(n) * sizeof(float));
+  detail::host_random_normal(DType::float32, staged.data(), n, p.a, p.b, p.offset);
+  dispatch_floating(y.dtype(), inv.op->name, [&](auto tag) {
+    using T = decltype(tag);
+    T* values = static_cast<T*>(y.data());
+    parallel_for_simd(n, [&](std::int64_t i) { values[i] = static_cast<T>(staged.as<float>()[i]); });
+  });
 }
 
 std::vector<std::pair<std::string, std::string>> uniform_attrs(const Params& params) {
@@ -111,7 +124,7 @@ void generate(Generate def, const NDArray& out, double p0, double p1, std::int64
 }
 
 void check_dtype(const char* op, DType dtype) {
-  if (!is_floating(dtype)) throw DTypeError(std::string(op) + " draws float32 or float64, not " + dtype_name(dtype));
+  if (!is_floating(dtype)) throw DTypeError(std::string(op) + " draws float32, float64, float16 or bfloat16, not " + dtype_name(dtype));
 }
 
 // Draws come in multiples of 4 values: cuRAND draws normals in pairs, and Philox makes 4 values

@@ -24,7 +24,7 @@ using nd::NDArray;
 // --- CPU loops ------------------------------------------------------------------------------------
 
 template <class T>
-using CpuSumType = std::conditional_t<std::is_floating_point_v<T>, double, std::int64_t>;
+using CpuSumType = std::conditional_t<mx::is_float_v<T>, double, std::int64_t>;
 
 template <class T>
 void sum_loop(const T* in, T* out, ReduceShape s) {

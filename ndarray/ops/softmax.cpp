@@ -30,14 +30,15 @@ void softmax_cpu_loop(const T* x, T* y, ReduceShape s, bool log) {
     const std::int64_t o = line / s.inner, i = line % s.inner;
     const T* in = x + o * s.length * s.inner + i;
     T* out = y + o * s.length * s.inner + i;
-    T max = in[0];
-    for (std::int64_t k = 1; k < s.length; ++k) max = in[k * s.inner] > max ? in[k * s.inner] : max;
-    T sum = 0;
-    for (std::int64_t k = 0; k < s.length; ++k) sum += std::exp(in[k * s.inner] - max);
-    const T log_sum = std::log(sum);
+    using A = ComputeType<T>;  // float for float16 and bfloat16
+    A max = in[0];
+    for (std::int64_t k = 1; k < s.length; ++k) max = A(in[k * s.inner]) > max ? A(in[k * s.inner]) : max;
+    A sum = 0;
+    for (std::int64_t k = 0; k < s.length; ++k) sum += std::exp(A(in[k * s.inner]) - max);
+    const A log_sum = std::log(sum);
     for (std::int64_t k = 0; k < s.length; ++k) {
-      const T shifted = in[k * s.inner] - max;
-      out[k * s.inner] = log ? shifted - log_sum : std::exp(shifted) / sum;
+      const A shifted = A(in[k * s.inner]) - max;
+      out[k * s.inner] = static_cast<T>(log ? shifted - log_sum : std::exp(shifted) / sum);
     }
   }, lines * s.length);
 }
@@ -208,7 +209,7 @@ void softmax_output_backward_cpu(const ExecContext&, const Invocation& inv) {
     const T* out = static_cast<const T*>(y.data());
     const T* label = static_cast<const T*>(inv.inputs[1].data());
     T* grad = static_cast<T*>(dx.data());
-    const T scale = static_cast<T>(softmax_output_scale(p, label, rows));
+    const auto scale = static_cast<ComputeType<T>>(softmax_output_scale(p, label, rows));
     const std::int64_t ignore = label_class(p.ignore_label);
     parallel_for(rows, [&](std::int64_t r) {
       const std::int64_t cls = label_class(label[r]);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "ndarray/dtype.hpp"
 #include "ndarray/host_device.hpp"
 #include "ndarray/op_kinds.hpp"
 #include "ndarray/ops/op.hpp"
@@ -21,22 +22,24 @@ ReduceShape softmax_shape(const Invocation& inv);
 
 // The backward ops see the output y and its gradient g, and take one sum along each line:
 //   log_softmax: dx = g - exp(y) * sum(g)        softmax: dx = y * (g - sum(g * y))
-// The term of that sum for one element:
+// The term of that sum for one element (in float for float16 and bfloat16):
 template <class T>
-NDG_HD T softmax_backward_term(T g, T y, bool log) {
-  return log ? g : g * y;
+NDG_HD ComputeType<T> softmax_backward_term(T g, T y, bool log) {
+  using A = ComputeType<T>;
+  return log ? A(g) : A(g) * A(y);
 }
 // dx for one element, from the line's sum:
 template <class T>
-NDG_HD T softmax_backward_element(T g, T y, T sum, bool log) {
-  return log ? g - std::exp(y) * sum : y * (g - sum);
+NDG_HD T softmax_backward_element(T g, T y, ComputeType<T> sum, bool log) {
+  using A = ComputeType<T>;
+  return static_cast<T>(log ? A(g) - std::exp(A(y)) * sum : A(y) * (A(g) - sum));
 }
 
 // dx along one (outer, inner) line, elements `inner` apart: the sum of the terms, then dx.
 template <class T>
 NDG_HD void softmax_backward_line(const T* g, const T* y, T* dx, const ReduceShape& s, std::int64_t line, bool log) {
   const std::int64_t start = line / s.inner * s.length * s.inner + line % s.inner;
-  T sum = 0;
+  ComputeType<T> sum = 0;
   for (std::int64_t k = 0; k < s.length; ++k) {
     const std::int64_t at = start + k * s.inner;
     sum += softmax_backward_term(g[at], y[at], log);
@@ -70,13 +73,15 @@ struct SoftmaxOutputParams {
 inline constexpr std::int64_t kNoClass = INT64_MIN;
 template <class T>
 NDG_HD std::int64_t label_class(T label) {
-  return label > T(-9007199254740992.0) && label < T(9007199254740992.0) ? static_cast<std::int64_t>(label) : kNoClass;
+  const double v = static_cast<double>(label);
+  return v > -9007199254740992.0 && v < 9007199254740992.0 ? static_cast<std::int64_t>(v) : kNoClass;
 }
 
 // d data for element k of a row whose label names class `cls`.
 template <class T>
-NDG_HD T softmax_output_grad_element(T y, std::int64_t k, std::int64_t cls, bool ignored, T scale) {
-  return ignored ? T(0) : (k == cls ? y - T(1) : y) * scale;
+NDG_HD T softmax_output_grad_element(T y, std::int64_t k, std::int64_t cls, bool ignored, ComputeType<T> scale) {
+  using A = ComputeType<T>;
+  return static_cast<T>(ignored ? A(0) : (k == cls ? A(y) - A(1) : A(y)) * scale);
 }
 
 // The SoftmaxOutput invocation as softmax's along the last axis, for softmax's kernels.

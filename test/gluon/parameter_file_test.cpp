@@ -777,15 +777,15 @@ BOOST_AUTO_TEST_CASE(corrupt_mxnet_files_are_rejected_and_change_nothing) {
   const std::int64_t extents[2] = {std::int64_t{1} << 40, std::int64_t{1} << 20};
   std::memcpy(huge.data() + 24 + 12, extents, 16);
   check("huge", huge, FileErr{}, {"truncated", "record 0 of 4", "(1099511627776, 1048576) float32"});
-  // Record 0 as float16: a dtype ndgluon lacks (same element count in half the bytes; the names
-  // then sit 60 bytes early, so the record is rebuilt whole).
+  // Record 0 as int8: a dtype ndgluon lacks (same element count in a quarter of the bytes; the
+  // names then sit 90 bytes early, so the record is rebuilt whole).
   {
     nd::LoadedArrays parts = nd::load(good);
-    std::string half = nd::save_tobuffer(parts.names, parts.arrays);
-    const std::int32_t float16 = 2;
-    std::memcpy(half.data() + 24 + 12 + 16 + 8, &float16, 4);
-    half.erase(24 + 12 + 16 + 12 + 60, 60);
-    check("float16", half, DTypeErr{}, {"record 0 of 4", "'0.weight'", "(5, 6) float16"});
+    std::string narrow = nd::save_tobuffer(parts.names, parts.arrays);
+    const std::int32_t int8 = 5;
+    std::memcpy(narrow.data() + 24 + 12 + 16 + 8, &int8, 4);
+    narrow.erase(24 + 12 + 16 + 12 + 30, 90);
+    check("int8", narrow, DTypeErr{}, {"record 0 of 4", "'0.weight'", "(5, 6) int8"});
   }
   // A list without names.
   nd::save(dir.file("list.nd"), {nd::zeros({5, 6})});

@@ -194,7 +194,7 @@ BOOST_AUTO_TEST_CASE(round_trips_every_dtype_between_every_pair_of_contexts) {
         }
         const nd::LoadedArrays as_dict = t == 0 ? nd::load(dict_path) : nd::load(dict_path, load_on);
         // A std::map saves in its order: the names sorted.
-        BOOST_TEST(as_dict.names == (std::vector<std::string>{"float32", "float64", "int32", "int64", "uint8"}),
+        BOOST_TEST(as_dict.names == (std::vector<std::string>{"bfloat16", "float16", "float32", "float64", "int32", "int64", "uint8"}),
                    tt::per_element());
         const auto map = as_dict.as_map();
         for (std::size_t i = 0; i < list.size(); ++i) {
@@ -398,8 +398,7 @@ BOOST_AUTO_TEST_CASE(dtypes_ndgluon_lacks_are_dtype_errors_naming_file_record_an
     std::int32_t flag;
     const char* name;
     std::size_t size;
-  } lacking[] = {{2, "float16", 2}, {5, "int8", 1}, {7, "bool", 1}, {8, "int16", 2},
-                 {9, "uint16", 2},  {10, "uint32", 4}, {11, "uint64", 8}, {12, "bfloat16", 2}};
+  } lacking[] = {{5, "int8", 1}, {7, "bool", 1}, {8, "int16", 2}, {9, "uint16", 2}, {10, "uint32", 4}, {11, "uint64", 8}};
   for (const auto& t : lacking) {
     BOOST_TEST_CONTEXT(t.name) {
       Bytes b = header(2);
@@ -408,7 +407,7 @@ BOOST_AUTO_TEST_CASE(dtypes_ndgluon_lacks_are_dtype_errors_naming_file_record_an
       write_bytes(path, b.u64(2).text("fine").text("half").str());
       BOOST_CHECK_EXCEPTION(nd::load(path), mx::DTypeError,
                             ndg_test::message_has({"'" + path + "'", "record 1 of 2", "'half'", "(2, 2)", t.name,
-                                                   "float32, float64, uint8, int32, int64"}));
+                                                   "float32, float64, float16, uint8, int32, int64, bfloat16"}));
     }
   }
 }

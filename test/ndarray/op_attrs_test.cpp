@@ -219,7 +219,9 @@ BOOST_AUTO_TEST_CASE(tuples_booleans_and_numbers_as_mxnet_writes_them) {
   for (const char* bad : {"", "x", "1,5", "0.5f"}) BOOST_TEST(!op::parse_real(bad).has_value());
 
   BOOST_TEST((op::parse_dtype("float64") == std::optional<DType>(DType::float64)));
-  BOOST_TEST(!op::parse_dtype("float16").has_value());
+  BOOST_TEST((op::parse_dtype("float16") == std::optional<DType>(DType::float16)));
+  BOOST_TEST((op::parse_dtype("bfloat16") == std::optional<DType>(DType::bfloat16)));
+  BOOST_TEST(!op::parse_dtype("int8").has_value());
 }
 
 BOOST_AUTO_TEST_CASE(reals_are_written_as_python_repr_and_read_back_exactly) {
@@ -477,7 +479,7 @@ BOOST_AUTO_TEST_CASE(bad_or_unknown_attributes_throw_value_errors_naming_op_attr
   NDG_CHECK_THROWS_WITH(parsed("Dropout", {{"p", "0.5"}, {"axes", "(2, 3)"}}), mx::ValueError, "Dropout", "axes",
                         "(2, 3)");
   NDG_CHECK_THROWS_WITH(parsed("Dropout", {{"p", "1.5"}}), mx::ValueError, "Dropout", "p", "1.5");
-  NDG_CHECK_THROWS_WITH(parsed("Cast", {{"dtype", "float16"}}), mx::ValueError, "Cast", "dtype", "float16");
+  NDG_CHECK_THROWS_WITH(parsed("Cast", {{"dtype", "int8"}}), mx::ValueError, "Cast", "dtype", "int8");
   NDG_CHECK_THROWS_WITH(parsed("sum", {{"axis", "(0, 1)"}}), mx::ValueError, "sum", "axis", "(0, 1)");
   NDG_CHECK_THROWS_WITH(parsed("max", {{"exclude", "True"}}), mx::ValueError, "max", "exclude");
   NDG_CHECK_THROWS_WITH(parsed("softmax", {{"temperature", "2.0"}}), mx::ValueError, "softmax", "temperature", "2.0");

@@ -300,7 +300,7 @@ BOOST_AUTO_TEST_CASE(empty_and_default_shapes) {
 BOOST_AUTO_TEST_CASE(integer_dtypes_throw) {
   ndg_test::for_each_context([](mx::Context ctx) {
     NDG_CHECK_THROWS_WITH(nd::random::uniform(0, 1, {2}, ctx, mx::DType::int32), mx::DTypeError,
-                          "random.uniform", "float32 or float64", "int32");
+                          "random.uniform", "float32, float64, float16 or bfloat16", "int32");
     NDG_CHECK_THROWS_WITH(nd::random::uniform(0, 10, {2, 2}, ctx, mx::DType::uint8), mx::DTypeError,
                           "random.uniform", "uint8");
     NDG_CHECK_THROWS_WITH(nd::random::normal(0, 1, {3}, ctx, mx::DType::int64), mx::DTypeError,

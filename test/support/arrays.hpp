@@ -12,8 +12,12 @@ namespace ndg_test {
 using Values = std::vector<double>;
 
 inline constexpr mx::DType kAllDTypes[] = {mx::DType::float32, mx::DType::float64, mx::DType::int32,
-                                           mx::DType::int64, mx::DType::uint8};
+                                           mx::DType::int64,   mx::DType::uint8,   mx::DType::float16,
+                                           mx::DType::bfloat16};
+// The IEEE types the exact-tolerance suites run in; the 16-bit ones have their own suite
+// (test/ndarray/half_test.cpp) with tolerances their precision justifies.
 inline constexpr mx::DType kFloatDTypes[] = {mx::DType::float32, mx::DType::float64};
+inline constexpr mx::DType kHalfDTypes[] = {mx::DType::float16, mx::DType::bfloat16};
 
 // The dtype's name, for messages and comparisons ("float32").
 std::string dtype_of(const mx::nd::NDArray& x);
