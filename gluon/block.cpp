@@ -1,5 +1,7 @@
 #include "gluon/block.hpp"
 
+#include "ndarray/amp.hpp"
+
 #include <cxxabi.h>
 
 #include <cstdlib>
@@ -13,6 +15,7 @@
 #include "gluon/parameter_file.hpp"
 #include "context/device.hpp"
 #include "context/file.hpp"
+#include "ndarray/amp.hpp"
 #include "ndarray/autograd.hpp"
 #include "ndarray/backend.hpp"
 #include "ndarray/describe.hpp"
@@ -26,12 +29,14 @@ namespace mx::gluon {
 
 // hybridize()'s state. A signature is what a graph is traced and planned for: the input's shape,
 // dtype and context, the mode, whether autograd records (a forward whose backward will run keeps
-// the values its gradients read), and whether the input needs its gradient.
+// the values its gradients read), whether the input needs its gradient, and amp's autocast dtype
+// (its casts are part of the graph).
 struct Signature {
   Shape shape;
   DType dtype;
   Context ctx;
   bool training, recording, input_grad;
+  std::optional<DType> autocast;
   bool operator==(const Signature&) const = default;
 };
 
@@ -115,6 +120,15 @@ void Block::hybridize(bool active, bool /*static_alloc*/, bool static_shape) {
 
 bool Block::is_hybridized() const { return core_->hybridized; }
 
+void Block::cast(DType dtype) {
+  {
+    const std::lock_guard lock(core_->mutex);
+    for (auto& [name, param] : core_->params) param.cast(dtype);
+    core_->graphs.clear();  // traced over the old dtype's arrays
+  }
+  for (auto& [name, child] : core_->children) child->cast(dtype);
+}
+
 namespace {
 
 std::vector<nd::NDArray> data_of(const std::vector<Parameter>& params, Context ctx) {
@@ -167,8 +181,8 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
   nd::check_not_none(("block '" + name() + "'").c_str(), x);
   const std::lock_guard lock(core_->mutex);
   const bool recording = autograd::is_recording();
-  const Signature signature{x.shape(), x.dtype(), x.context(), autograd::is_training(), recording,
-                            recording && x.autograd_node() != nullptr};
+  const Signature signature{x.shape(),  x.dtype(), x.context(), autograd::is_training(), recording,
+                            recording && x.autograd_node() != nullptr, amp::autocast_dtype()};
   std::shared_ptr<CachedGraph> cached;
   for (auto it = core_->graphs.begin(); it != core_->graphs.end(); ++it) {
     if (!(it->first == signature)) continue;

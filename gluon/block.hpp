@@ -78,6 +78,11 @@ class Block {
   void initialize(Context ctx) { initialize(init::Uniform(), ctx); }
   void initialize(const std::vector<Context>& ctxs) { initialize(init::Uniform(), ctxs); }
 
+  // Converts the parameters of this block and its children to dtype, as MXNet's Block.cast (the
+  // input must then be given in dtype too). BatchNorm keeps float32 parameters for float16 and
+  // bfloat16, as MXNet's. Drops the graphs hybridize traced.
+  virtual void cast(DType dtype);
+
   // The parameters of this block and its children, by full name ("dense0_weight").
   ParameterDict collect_params() const;
 

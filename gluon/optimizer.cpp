@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 
 #include "ndarray/creation.hpp"
 #include "ndarray/describe.hpp"
@@ -24,23 +25,26 @@ void read_params(const char* optimizer, const HyperParams& params, const std::ma
   }
 }
 
-// The state under key: zeros like weight at first use, then moved to the weight's context and
-// dtype if the parameter was moved (reset_ctx) or cast since.
+// The state under key: zeros like weight (in dtype, float32 under multi_precision) at first use,
+// then moved to the weight's context and dtype if the parameter was moved (reset_ctx) or cast since.
 nd::NDArray& state_for(const char* op, std::map<StateKey, nd::NDArray>& states, const StateKey& key,
-                       const nd::NDArray& weight) {
+                       const nd::NDArray& weight, std::optional<DType> dtype = {}) {
   nd::NDArray& state = states[key];
+  const DType want = dtype.value_or(weight.dtype());
   if (state.is_none()) {
-    state = nd::zeros_like(weight);
+    state = nd::zeros(weight.shape(), weight.context(), want);
   } else if (state.shape() != weight.shape()) {
     throw ShapeError(std::string(op) + ": state " + nd::describe(state) + " of parameter " +
                      std::to_string(key.param) + ", copy " + std::to_string(key.copy) + " does not match weight " +
                      nd::describe(weight));
   } else {
-    if (state.dtype() != weight.dtype()) state = state.astype(weight.dtype());
+    if (state.dtype() != want) state = state.astype(want);
     state = state.as_in_context(weight.context());
   }
   return state;
 }
+
+std::optional<DType> float32_if(bool master) { return master ? std::optional<DType>(DType::float32) : std::nullopt; }
 
 // The shortest text that reads back as value: "-1", "0.1", "nan", "inf".
 std::string number(double value) {
@@ -81,6 +85,13 @@ void Optimizer::check_common_params() const {
   }
 }
 
+nd::NDArray& Optimizer::master_for(const StateKey& key, const nd::NDArray& weight) {
+  nd::NDArray& master = master_[key];
+  if (master.is_none() || master.shape() != weight.shape()) master = weight.detach().astype(DType::float32);
+  else master = master.as_in_context(weight.context());
+  return master;
+}
+
 void Optimizer::set_learning_rate(double lr) {
   check_non_negative(name_, "learning rate", "learning_rate", lr);
   lr_ = lr;
@@ -97,19 +108,23 @@ void Optimizer::check_update(const char* op, const nd::NDArray& weight, const nd
 
 SGD::SGD(const HyperParams& params) : Optimizer("sgd") {
   read_params("sgd", params, {{"learning_rate", &lr_}, {"wd", &wd_}, {"clip_gradient", &clip_},
-                              {"rescale_grad", &rescale_}, {"momentum", &momentum_}});
+                              {"rescale_grad", &rescale_}, {"momentum", &momentum_},
+                              {"multi_precision", &multi_precision_}});
   check_common_params();
   check_fraction("sgd", "momentum", momentum_);
 }
 
 void SGD::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) {
   check_update("sgd_update", weight, grad);
+  const bool master = uses_master(weight);
   if (momentum_ == 0) {
-    nd::sgd_update(weight, grad, lr_, wd_, rescale_, clip_);
-  } else {
-    nd::NDArray& mom = state_for("sgd_update", momentum_state_, key, weight);
-    nd::sgd_mom_update(weight, grad, mom, lr_, momentum_, wd_, rescale_, clip_);
+    if (master) nd::mp_sgd_update(weight, grad, master_for(key, weight), lr_, wd_, rescale_, clip_);
+    else nd::sgd_update(weight, grad, lr_, wd_, rescale_, clip_);
+    return;
   }
+  nd::NDArray& mom = state_for("sgd_update", momentum_state_, key, weight, float32_if(master));
+  if (master) nd::mp_sgd_mom_update(weight, grad, mom, master_for(key, weight), lr_, momentum_, wd_, rescale_, clip_);
+  else nd::sgd_mom_update(weight, grad, mom, lr_, momentum_, wd_, rescale_, clip_);
 }
 
 void SGD::update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
@@ -120,21 +135,28 @@ void SGD::update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArra
   struct Group {
     Context ctx;
     DType dtype;
-    std::vector<nd::NDArray> weights, grads, moms;
+    std::vector<nd::NDArray> weights, grads, moms, masters;
   };
   std::vector<Group> groups;
   for (std::size_t i = 0; i < weights.size(); ++i) {
     const nd::NDArray& w = weights[i];
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const Group& g) { return g.ctx == w.context() && g.dtype == w.dtype(); });
-    if (it == groups.end()) it = groups.insert(groups.end(), Group{w.context(), w.dtype(), {}, {}, {}});
+    if (it == groups.end()) it = groups.insert(groups.end(), Group{w.context(), w.dtype(), {}, {}, {}, {}});
     it->weights.push_back(w);
     it->grads.push_back(grads[i]);
-    if (momentum_ != 0) it->moms.push_back(state_for(op, momentum_state_, keys[i], w));
+    if (momentum_ != 0) it->moms.push_back(state_for(op, momentum_state_, keys[i], w, float32_if(uses_master(w))));
+    if (uses_master(w)) it->masters.push_back(master_for(keys[i], w));
   }
   for (Group& g : groups) {
-    if (momentum_ == 0) nd::multi_sgd_update(g.weights, g.grads, lr_, wd_, rescale_, clip_);
-    else nd::multi_sgd_mom_update(g.weights, g.grads, g.moms, lr_, momentum_, wd_, rescale_, clip_);
+    const bool master = !g.masters.empty();
+    if (momentum_ == 0 && master) nd::multi_mp_sgd_update(g.weights, g.grads, g.masters, lr_, wd_, rescale_, clip_);
+    else if (momentum_ == 0) nd::multi_sgd_update(g.weights, g.grads, lr_, wd_, rescale_, clip_);
+    else if (master) {
+      nd::multi_mp_sgd_mom_update(g.weights, g.grads, g.moms, g.masters, lr_, momentum_, wd_, rescale_, clip_);
+    } else {
+      nd::multi_sgd_mom_update(g.weights, g.grads, g.moms, lr_, momentum_, wd_, rescale_, clip_);
+    }
   }
 }
 
@@ -148,7 +170,7 @@ Adam::Adam(const HyperParams& params) : Optimizer("adam") {
   lr_ = 0.001;
   read_params("adam", params, {{"learning_rate", &lr_}, {"wd", &wd_}, {"clip_gradient", &clip_},
                                {"rescale_grad", &rescale_}, {"beta1", &beta1_}, {"beta2", &beta2_},
-                               {"epsilon", &epsilon_}});
+                               {"epsilon", &epsilon_}, {"multi_precision", &multi_precision_}});
   check_common_params();
   check_fraction("adam", "beta1", beta1_);
   check_fraction("adam", "beta2", beta2_);
@@ -157,13 +179,19 @@ Adam::Adam(const HyperParams& params) : Optimizer("adam") {
 
 void Adam::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) {
   check_update("adam_update", weight, grad);
-  nd::NDArray& mean = state_for("adam_update", mean_, key, weight);
-  nd::NDArray& var = state_for("adam_update", var_, key, weight);
+  const bool master = uses_master(weight);
+  nd::NDArray& mean = state_for("adam_update", mean_, key, weight, float32_if(master));
+  nd::NDArray& var = state_for("adam_update", var_, key, weight, float32_if(master));
   const std::int64_t steps = ++steps_[key];
   // MXNet's bias correction, folded into the step size as mx.optimizer.Adam does.
   const double t = static_cast<double>(steps);
   const double lr_t = lr_ * std::sqrt(1 - std::pow(beta2_, t)) / (1 - std::pow(beta1_, t));
-  nd::adam_update(weight, grad, mean, var, lr_t, beta1_, beta2_, epsilon_, wd_, rescale_, clip_);
+  if (master) {
+    nd::mp_adam_update(weight, grad, mean, var, master_for(key, weight), lr_t, beta1_, beta2_, epsilon_, wd_, rescale_,
+                       clip_);
+  } else {
+    nd::adam_update(weight, grad, mean, var, lr_t, beta1_, beta2_, epsilon_, wd_, rescale_, clip_);
+  }
 }
 
 std::unique_ptr<Optimizer> Optimizer::create(const std::string& name, const HyperParams& params) {

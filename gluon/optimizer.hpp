@@ -35,12 +35,16 @@ class Optimizer {
   void set_learning_rate(double lr);
   void set_rescale_grad(double rescale) { rescale_ = rescale; }
 
-  // "sgd" or "adam" with hyper-parameters (learning_rate, wd, clip_gradient, rescale_grad, and
-  // momentum / beta1, beta2, epsilon). Unknown names throw mx::ValueError listing the valid ones;
+  // "sgd" or "adam" with hyper-parameters (learning_rate, wd, clip_gradient, rescale_grad,
+  // multi_precision, and momentum / beta1, beta2, epsilon). Unknown names throw mx::ValueError listing the valid ones;
   // so does a value out of its range, naming it (as PyTorch's "Invalid learning rate: -1"):
   // learning_rate, wd and epsilon must be finite and >= 0, momentum, beta1 and beta2 in [0, 1),
   // rescale_grad finite, clip_gradient a number (a positive one clips the rescaled gradient to
   // [-clip_gradient, clip_gradient]; zero or a negative one, the default, turns clipping off).
+  // multi_precision (non-zero: on) keeps, for each float16 or bfloat16 weight, a float32 master
+  // copy and float32 states, updated in one fused pass (mp_sgd_update, mp_adam_update) whose
+  // result the weight gets rounded, as MXNet's. The master copy is made from the weight at its
+  // first update.
   static std::unique_ptr<Optimizer> create(const std::string& name, const HyperParams& params);
 
   // Throws unless grad can update weight: the same context, shape and floating-point dtype.
@@ -50,8 +54,13 @@ class Optimizer {
   explicit Optimizer(const char* name = "optimizer") : name_(name) {}
   // Throws mx::ValueError naming the first of the shared hyper-parameters that is out of range.
   void check_common_params() const;
+  // The float32 master copy of a 16-bit weight under multi_precision (made at its first update).
+  nd::NDArray& master_for(const StateKey& key, const nd::NDArray& weight);
+  bool uses_master(const nd::NDArray& weight) const { return multi_precision_ != 0 && is_half(weight.dtype()); }
   const char* name_;  // "sgd", as create() knows it; names the optimizer in errors
   double lr_ = 0.01, wd_ = 0, clip_ = -1, rescale_ = 1;
+  double multi_precision_ = 0;  // a hyper-parameter: non-zero is on
+  std::map<StateKey, nd::NDArray> master_;
 };
 
 class SGD : public Optimizer {

@@ -200,6 +200,19 @@ void Parameter::reset_ctx(const std::vector<Context>& ctxs) {
   load_init(state_->data[0], ctxs);
 }
 
+void Parameter::cast(DType dtype) {
+  if (!is_floating(dtype)) {
+    throw DTypeError("Parameter '" + state_->name + "': cast to " + dtype_name(dtype) +
+                     "; parameters are float32, float64, float16 or bfloat16");
+  }
+  if (dtype == state_->dtype) return;
+  std::vector<nd::NDArray> data;
+  for (const nd::NDArray& d : state_->data) data.push_back(d.detach().astype(dtype));
+  state_->dtype = dtype;
+  state_->data = std::move(data);
+  attach_grads();
+}
+
 void Parameter::load_init(const nd::NDArray& value, const std::vector<Context>& ctxs) {
   if (ctxs.empty()) throw ValueError("Parameter '" + state_->name + "': loading needs at least one context");
   std::vector<nd::NDArray> data;

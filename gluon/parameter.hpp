@@ -57,6 +57,10 @@ class Parameter {
   std::vector<nd::NDArray> list_grad() const;
   void zero_grad();
 
+  // Converts every copy (and the dtype of a deferred one) to dtype, as MXNet's Parameter.cast; the
+  // gradients become zeros of dtype. mx::DTypeError for a dtype that is not floating.
+  void cast(DType dtype);
+
   // Replaces the data with copies of value on ctxs (load_parameters); the shape becomes value's.
   void load_init(const nd::NDArray& value, const std::vector<Context>& ctxs);
 

@@ -6,6 +6,7 @@
 
 #include "context/device.hpp"
 #include "context/error.hpp"
+#include "gluon/amp.hpp"
 #include "ndarray/profiler.hpp"
 
 namespace mx::gluon {
@@ -110,7 +111,16 @@ void Trainer::allreduce_grads() {
 
 void Trainer::update(std::int64_t batch_size) {
   check_ready("Trainer::update", batch_size);
-  apply_updates("Trainer::update", batch_size);
+  double loss_scale = 1;
+  if (unscale(loss_scale)) apply_updates("Trainer::update", batch_size, loss_scale);
+}
+
+bool Trainer::unscale(double& loss_scale) {
+  if (!loss_scaler_) return true;
+  loss_scale = loss_scaler_->loss_scale();  // the scale the loss was multiplied with
+  const bool overflow = loss_scaler_->has_overflow(params_);
+  loss_scaler_->update_scale(overflow);
+  return !overflow;
 }
 
 void Trainer::step(std::int64_t batch_size) {
@@ -118,10 +128,11 @@ void Trainer::step(std::int64_t batch_size) {
   // Everything is checked before the gradients are summed, so that a failed step changes nothing.
   check_ready("Trainer::step", batch_size);
   allreduce_grads();
-  apply_updates("Trainer::step", batch_size);
+  double loss_scale = 1;
+  if (unscale(loss_scale)) apply_updates("Trainer::step", batch_size, loss_scale);
 }
 
-void Trainer::apply_updates(const char* op, std::int64_t batch_size) {
+void Trainer::apply_updates(const char* op, std::int64_t batch_size, double loss_scale) {
   std::vector<StateKey> keys;
   std::vector<nd::NDArray> weights, grads;
   std::size_t index = 0;  // the parameter's place in the dict, frozen or not: its state's key
@@ -153,7 +164,7 @@ void Trainer::apply_updates(const char* op, std::int64_t batch_size) {
   }
   for (const StateKey& key : keys) ++update_counts_[key];
   num_update_ = num_update;
-  optimizer_->set_rescale_grad(rescale_grad_ / static_cast<double>(batch_size));
+  optimizer_->set_rescale_grad(rescale_grad_ / (static_cast<double>(batch_size) * loss_scale));
   optimizer_->update_multi(keys, weights, grads);
 }
 

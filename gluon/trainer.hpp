@@ -26,6 +26,10 @@
 #include "gluon/parameter_dict.hpp"
 #include "ndarray/collective.hpp"
 
+namespace mx::amp {
+class LossScaler;
+}
+
 namespace mx::gluon {
 
 class Trainer {
@@ -51,7 +55,9 @@ class Trainer {
   // One update of every parameter with grad_req != "null", the gradients scaled by 1/batch_size
   // (times rescale_grad), at the scheduled learning rate when there is a scheduler (Note [update
   // count]). A parameter on several contexts first has its gradients summed over them, so that
-  // every copy gets the same update.
+  // every copy gets the same update. With a loss scaler (amp::init_trainer) the gradients are
+  // also divided by its scale, and a step whose gradients hold an inf or a nan updates nothing
+  // (and counts no update) and lowers the scale.
   void step(std::int64_t batch_size);
   // The gradient reduction alone (step does it), and the update alone. Both queue their work on
   // each context's stream and return without waiting.
@@ -70,12 +76,19 @@ class Trainer {
   // The updates made so far (MXNet's optimizer.num_update; Note [update count]).
   std::int64_t num_update() const { return num_update_; }
 
+  // amp's dynamic loss scaling (gluon/amp.hpp); null: none.
+  void set_loss_scaler(std::shared_ptr<amp::LossScaler> scaler) { loss_scaler_ = std::move(scaler); }
+  const std::shared_ptr<amp::LossScaler>& loss_scaler() const { return loss_scaler_; }
+
  private:
   // Throws, before anything changes, unless batch_size > 0 and every trained parameter is
   // initialised with a floating-point gradient of its own shape on each of its contexts (each a
   // GPU with kvstore "nccl").
   void check_ready(const char* op, std::int64_t batch_size) const;
-  void apply_updates(const char* op, std::int64_t batch_size);
+  void apply_updates(const char* op, std::int64_t batch_size, double loss_scale = 1);
+  // With a loss scaler: false, and the scale lowered, when the gradients overflowed; else true,
+  // with loss_scale set to the scale the loss was multiplied with. Without one: true.
+  bool unscale(double& loss_scale);
 
   ParameterDict params_;
   std::unique_ptr<Optimizer> optimizer_;
@@ -84,6 +97,7 @@ class Trainer {
   std::int64_t num_update_ = 0;  // the largest of update_counts_
   double rescale_grad_ = 1;
   nd::ReduceAlgo reduce_algo_;
+  std::shared_ptr<amp::LossScaler> loss_scaler_;
 };
 
 }  // namespace mx::gluon

@@ -23,35 +23,50 @@ struct Affine {
 };
 
 // Optimizer steps, one element at a time (MXNet's sgd_mom_update / adam_update), so that one pass
-// over a parameter reads weight, gradient and state once and writes them once.
+// over a parameter reads weight, gradient and state once and writes them once. They compute in A,
+// the compute type of the state type S (float for 16-bit states), and round once on store.
+//
+// States are S: the weight's own dtype, or float32 under multi_precision (MXNet's mp_sgd_update,
+// mp_adam_update), where `master` also holds a float32 copy of the weight: the update reads and
+// writes it, and the 16-bit weight gets it rounded. master is null otherwise.
 struct OptimizerStep {
   // lr is Adam's bias-corrected step size for this update (the caller folds the correction in).
   double lr = 0.01, wd = 0, rescale = 1, clip = -1;  // clip <= 0: no clipping
   double momentum = 0, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
 
-  template <class T>
-  NDG_HD T gradient(T grad, T weight) const {
-    T g = static_cast<T>(grad * T(rescale));
-    if (clip > 0) g = g > T(clip) ? T(clip) : (g < T(-clip) ? T(-clip) : g);
-    return static_cast<T>(g + T(wd) * weight);
+  template <class A>
+  NDG_HD A gradient(A grad, A weight) const {
+    A g = grad * A(rescale);
+    if (clip > 0) g = g > A(clip) ? A(clip) : (g < A(-clip) ? A(-clip) : g);
+    return g + A(wd) * weight;
   }
   // SGD with momentum: mom = momentum * mom - lr * g; weight += mom (mom may be null).
-  template <class T>
-  NDG_HD void sgd(T& weight, T grad, T* mom) const {
-    const T g = gradient(grad, weight);
+  template <class T, class S = T>
+  NDG_HD void sgd(T& weight, T grad, S* mom, S* master = nullptr) const {
+    using A = ComputeType<S>;
+    A w = master ? A(*master) : A(weight);
+    const A g = gradient(A(grad), w);
     if (mom) {
-      *mom = static_cast<T>(T(momentum) * *mom - T(lr) * g);
-      weight = static_cast<T>(weight + *mom);
+      const A m = A(momentum) * A(*mom) - A(lr) * g;
+      *mom = static_cast<S>(m);
+      w += m;
     } else {
-      weight = static_cast<T>(weight - T(lr) * g);
+      w -= A(lr) * g;
     }
+    if (master) *master = static_cast<S>(w);
+    weight = static_cast<T>(w);
   }
-  template <class T>
-  NDG_HD void adam(T& weight, T grad, T& mean, T& var) const {
-    const T g = gradient(grad, weight);
-    mean = static_cast<T>(T(beta1) * mean + T(1 - beta1) * g);
-    var = static_cast<T>(T(beta2) * var + T(1 - beta2) * g * g);
-    weight = static_cast<T>(weight - T(lr) * mean / (std::sqrt(var) + T(epsilon)));
+  template <class T, class S = T>
+  NDG_HD void adam(T& weight, T grad, S& mean, S& var, S* master = nullptr) const {
+    using A = ComputeType<S>;
+    A w = master ? A(*master) : A(weight);
+    const A g = gradient(A(grad), w);
+    const A m = A(beta1) * A(mean) + A(1 - beta1) * g, v = A(beta2) * A(var) + A(1 - beta2) * g * g;
+    mean = static_cast<S>(m);
+    var = static_cast<S>(v);
+    w -= A(lr) * m / (std::sqrt(v) + A(epsilon));
+    if (master) *master = static_cast<S>(w);
+    weight = static_cast<T>(w);
   }
 };
 

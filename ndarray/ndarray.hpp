@@ -3,6 +3,7 @@
 #include "context/context.hpp"
 #include "context/device.hpp"
 #include "context/error.hpp"
+#include "ndarray/amp.hpp"
 #include "ndarray/array.hpp"
 #include "ndarray/autograd.hpp"
 #include "ndarray/collective.hpp"

@@ -9,9 +9,13 @@
 // adam_update kernel adds wd * weight before clipping; here every update adds it after, as
 // ndgluon's optimizers always have.)
 //
-// weight, grad and every state have one shape, one floating dtype (float32 or float64) and one
-// context; otherwise they throw mx::ShapeError, mx::DTypeError or mx::ContextMismatch naming the
-// op and the operands. The updates are not recorded by autograd.
+// weight, grad and every state have one shape, one floating dtype and one context; otherwise they
+// throw mx::ShapeError, mx::DTypeError or mx::ContextMismatch naming the op and the operands. The
+// updates are not recorded by autograd. Each computes in float32 for float16 and bfloat16.
+//
+// The mp_ updates (multi_precision, for float16 and bfloat16 weights) keep a float32 master copy
+// weight32 and float32 states: the step is computed from weight32 and written to it, and weight
+// gets it rounded, so that small updates are not lost to the 16-bit rounding.
 #include <vector>
 
 #include "ndarray/array.hpp"
@@ -42,5 +46,25 @@ void multi_sgd_mom_update(std::vector<NDArray>& weights, const std::vector<NDArr
 void adam_update(NDArray& weight, const NDArray& grad, NDArray& mean, NDArray& var, double lr, double beta1 = 0.9,
                  double beta2 = 0.999, double epsilon = 1e-8, double wd = 0, double rescale_grad = 1,
                  double clip_gradient = -1);
+
+// (1,) float32 on the arrays' context: 1 when every element of every array is finite, else 0, as
+// MXNet's multi_all_finite (one pass, nothing waits for it). The arrays share a context.
+NDArray multi_all_finite(const std::vector<NDArray>& arrays);
+
+// The same with a float32 master copy (MXNet's mp_sgd_update, mp_sgd_mom_update, mp_adam_update,
+// multi_mp_sgd_update, multi_mp_sgd_mom_update). mom, mean, var and weight32 are float32.
+void mp_sgd_update(NDArray& weight, const NDArray& grad, NDArray& weight32, double lr, double wd = 0,
+                   double rescale_grad = 1, double clip_gradient = -1);
+void mp_sgd_mom_update(NDArray& weight, const NDArray& grad, NDArray& mom, NDArray& weight32, double lr,
+                       double momentum = 0, double wd = 0, double rescale_grad = 1, double clip_gradient = -1);
+void mp_adam_update(NDArray& weight, const NDArray& grad, NDArray& mean, NDArray& var, NDArray& weight32, double lr,
+                    double beta1 = 0.9, double beta2 = 0.999, double epsilon = 1e-8, double wd = 0,
+                    double rescale_grad = 1, double clip_gradient = -1);
+void multi_mp_sgd_update(std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
+                         std::vector<NDArray>& weights32, double lr, double wd = 0, double rescale_grad = 1,
+                         double clip_gradient = -1);
+void multi_mp_sgd_mom_update(std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
+                             std::vector<NDArray>& moms, std::vector<NDArray>& weights32, double lr,
+                             double momentum = 0, double wd = 0, double rescale_grad = 1, double clip_gradient = -1);
 
 }  // namespace mx::nd

@@ -26,6 +26,8 @@ BatchNorm::BatchNorm(const BatchNormOptions& o) : Block("batchnorm", o.prefix), 
 
 Parameter BatchNorm::gamma() const { return parameter("gamma"); }
 Parameter BatchNorm::beta() const { return parameter("beta"); }
+void BatchNorm::cast(DType dtype) { Block::cast(is_half(dtype) ? DType::float32 : dtype); }
+
 Parameter BatchNorm::running_mean() const { return parameter("running_mean"); }
 Parameter BatchNorm::running_var() const { return parameter("running_var"); }
 

@@ -33,6 +33,8 @@ class BatchNorm : public Block {
  public:
   explicit BatchNorm(const BatchNormOptions& options = {});
   nd::NDArray forward(const nd::NDArray& x) override;
+  // float16 and bfloat16 keep float32 parameters (what BatchNorm takes for 16-bit data).
+  void cast(DType dtype) override;
 
   Parameter gamma() const;
   Parameter beta() const;

@@ -296,6 +296,7 @@ std::vector<OutputSpec>& inferred(const Invocation& inv) {
 
 std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs, Params params) {
   const profiler::Range range(op.name);
+  autocast_inputs(op, inputs);
   Invocation inv{&op, params, std::move(inputs), {}};
   const Context ctx = common_context(op.name, inv.inputs);
   const std::vector<OutputSpec>& specs = inferred(inv);

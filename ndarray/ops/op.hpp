@@ -156,6 +156,10 @@ std::vector<const OpDef*> registered_ops();
 std::string mxnet_name(const OpDef& op, AttrPairs& attrs);
 
 // Runs op on inputs, allocating the outputs that inference describes.
+// Under amp::autocast, rewrites the dtypes of inputs by op's cast policy (ndarray/amp.hpp), through
+// recorded Cast ops; nothing otherwise. invoke() calls it first.
+void autocast_inputs(const OpDef& op, std::vector<nd::NDArray>& inputs);
+
 std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs, Params params = {});
 nd::NDArray invoke1(const OpDef& op, std::vector<nd::NDArray> inputs, Params params = {});
 // Runs op writing into existing outputs (in-place updates such as sgd_update, or out=): their

@@ -4,8 +4,11 @@
 #include "ndarray/optimizer_ops.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
+#include <string_view>
 
 #include "ndarray/checks.hpp"
 #include "ndarray/ops/attrs.hpp"
@@ -19,18 +22,20 @@ using nd::NDArray;
 using functors::OptimizerStep;
 using Attrs = std::vector<std::pair<std::string, std::string>>;
 
-// One output per updated array (weight and the states), each of weight's shape and dtype.
+// One output per updated array (weight and the states, each of weight's shape): the weight in its
+// dtype, the states in the state dtype (float32 under multi_precision).
 void update_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   const NDArray& weight = inv.inputs[0];
   nd::check_floating(inv.op->name, weight);
-  out.assign(inv.inputs.size() - 1, {weight.shape(), weight.dtype()});
+  out.assign(inv.inputs.size() - 1, {weight.shape(), state_dtype(inv.op, weight.dtype())});
+  out[0].dtype = weight.dtype();
 }
 
-// inputs: per weight w, g (and m); outputs: per weight w (and m). Checks that the list is whole and
-// of one dtype, and that each weight's operands have its shape.
+// inputs: per weight w, g, then the states (m, w32); outputs: per weight w and the states. Checks
+// that the list is whole, of one weight dtype, and that each weight's operands have its shape.
 void multi_update_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   const char* op = inv.op->name;
-  const std::size_t per_weight = inv.op == &multi_sgd_mom_update_op() ? 3 : 2;
+  const std::size_t per_weight = update_layout(inv.op).per_weight();
   const std::size_t weights = static_cast<std::size_t>(inv.params.as<MultiStep>().num_weights);
   if (inv.inputs.size() != weights * per_weight) {
     throw ValueError(std::string(op) + ": " + std::to_string(weights) + " weights need " +
@@ -40,59 +45,112 @@ void multi_update_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
     const NDArray& w = inv.inputs[i * per_weight];
     nd::check_floating(op, w);
     nd::check_same_dtype(op, inv.inputs[0], w);
+    const DType states = state_dtype(inv.op, w.dtype());
     for (std::size_t j = 1; j < per_weight; ++j) {
       const NDArray& x = inv.inputs[i * per_weight + j];
-      nd::check_same_dtype(op, w, x);
+      if (x.dtype() != (j == 1 ? w.dtype() : states)) {
+        throw DTypeError(std::string(op) + ": " + nd::describe(x) + " of weight " + std::to_string(i) + " " +
+                         nd::describe(w) + " must be " + dtype_name(j == 1 ? w.dtype() : states));
+      }
       if (x.shape() != w.shape()) {
         throw ShapeError(std::string(op) + ": " + nd::describe(x) + " does not match weight " + std::to_string(i) +
                          " " + nd::describe(w));
       }
     }
     out.push_back({w.shape(), w.dtype()});
-    if (per_weight == 3) out.push_back({w.shape(), w.dtype()});
+    for (std::size_t j = 2; j < per_weight; ++j) out.push_back({w.shape(), states});
   }
 }
 
 // --- CPU loops: the reference of each CUDA kernel ------------------------------------------------
 
-// weight (and mom, for sgd_mom_update) updated from grad.
-void sgd_cpu(const ExecContext&, const Invocation& inv) {
-  const OptimizerStep& step = inv.params.as<OptimizerStep>();
-  dispatch_floating(inv.outputs[0].dtype(), inv.op->name, [&](auto tag) {
+// weight (and mom, for the momentum ops; the float32 master copy, for the mp_ ops) updated from
+// grad. S is the states' type.
+template <class T, class S>
+void sgd_loop(const OptimizerStep& step, T* w, const T* g, S* m, S* master, std::int64_t n) {
+  parallel_for(n, [&](std::int64_t i) { step.sgd(w[i], g[i], m ? m + i : nullptr, master ? master + i : nullptr); });
+}
+
+// Calls fn(T{}, S{}) with T the weight's type and S the states' (float under multi_precision).
+template <class Fn>
+void dispatch_update(const Invocation& inv, DType weight, Fn&& fn) {
+  dispatch_floating(weight, inv.op->name, [&](auto tag) {
     using T = decltype(tag);
-    T* w = static_cast<T*>(inv.outputs[0].data());
-    const T* g = static_cast<const T*>(inv.inputs[1].data());
-    T* m = inv.outputs.size() > 1 ? static_cast<T*>(inv.outputs[1].data()) : nullptr;
-    const std::int64_t n = inv.outputs[0].size();
-    parallel_for(n, [&](std::int64_t i) { step.sgd(w[i], g[i], m ? m + i : nullptr); });
+    if (update_layout(inv.op).master) fn(T{}, float{});
+    else fn(T{}, T{});
+  });
+}
+
+void sgd_cpu(const ExecContext&, const Invocation& inv) {
+  const UpdateLayout layout = update_layout(inv.op);
+  dispatch_update(inv, inv.outputs[0].dtype(), [&](auto weight_tag, auto state_tag) {
+    using T = decltype(weight_tag);
+    using S = decltype(state_tag);
+    S* m = layout.momentum ? static_cast<S*>(inv.outputs[1].data()) : nullptr;
+    S* master = layout.master ? static_cast<S*>(inv.outputs.back().data()) : nullptr;
+    sgd_loop(inv.params.as<OptimizerStep>(), static_cast<T*>(inv.outputs[0].data()),
+             static_cast<const T*>(inv.inputs[1].data()), m, master, inv.outputs[0].size());
   });
 }
 
 void multi_sgd_cpu(const ExecContext&, const Invocation& inv) {
   const functors::OptimizerStep& step = inv.params.as<MultiStep>().step;
-  const std::size_t per_weight = inv.inputs.size() / static_cast<std::size_t>(inv.params.as<MultiStep>().num_weights);
-  dispatch_floating(inv.inputs[0].dtype(), inv.op->name, [&](auto tag) {
-    using T = decltype(tag);
+  const UpdateLayout layout = update_layout(inv.op);
+  const std::size_t per_weight = layout.per_weight(), outs = per_weight - 1;
+  dispatch_update(inv, inv.inputs[0].dtype(), [&](auto weight_tag, auto state_tag) {
+    using T = decltype(weight_tag);
+    using S = decltype(state_tag);
     for (std::size_t i = 0; i < inv.inputs.size() / per_weight; ++i) {
-      T* w = static_cast<T*>(inv.outputs[i * (per_weight - 1)].data());
-      const T* g = static_cast<const T*>(inv.inputs[i * per_weight + 1].data());
-      T* m = per_weight == 3 ? static_cast<T*>(inv.outputs[i * 2 + 1].data()) : nullptr;
-      parallel_for(inv.inputs[i * per_weight].size(), [&](std::int64_t j) { step.sgd(w[j], g[j], m ? m + j : nullptr); });
+      S* m = layout.momentum ? static_cast<S*>(inv.outputs[i * outs + 1].data()) : nullptr;
+      S* master = layout.master ? static_cast<S*>(inv.outputs[i * outs + outs - 1].data()) : nullptr;
+      sgd_loop(step, static_cast<T*>(inv.outputs[i * outs].data()),
+               static_cast<const T*>(inv.inputs[i * per_weight + 1].data()), m, master, inv.inputs[i * per_weight].size());
     }
   });
 }
 
 void adam_cpu(const ExecContext&, const Invocation& inv) {
   const OptimizerStep& step = inv.params.as<OptimizerStep>();
-  dispatch_floating(inv.outputs[0].dtype(), inv.op->name, [&](auto tag) {
-    using T = decltype(tag);
+  dispatch_update(inv, inv.outputs[0].dtype(), [&](auto weight_tag, auto state_tag) {
+    using T = decltype(weight_tag);
+    using S = decltype(state_tag);
     T* w = static_cast<T*>(inv.outputs[0].data());
     const T* g = static_cast<const T*>(inv.inputs[1].data());
-    T* m = static_cast<T*>(inv.outputs[1].data());
-    T* v = static_cast<T*>(inv.outputs[2].data());
-    const std::int64_t n = inv.outputs[0].size();
-    parallel_for(n, [&](std::int64_t i) { step.adam(w[i], g[i], m[i], v[i]); });
+    S* m = static_cast<S*>(inv.outputs[1].data());
+    S* v = static_cast<S*>(inv.outputs[2].data());
+    S* master = update_layout(inv.op).master ? static_cast<S*>(inv.outputs[3].data()) : nullptr;
+    parallel_for(inv.outputs[0].size(), [&](std::int64_t i) { step.adam(w[i], g[i], m[i], v[i], master ? master + i : nullptr); });
   });
+}
+
+// multi_all_finite: inputs any floating arrays; output (1,) float32, 1 when every element is finite.
+void all_finite_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  for (const NDArray& x : inv.inputs) nd::check_floating(inv.op->name, x);
+  out = {{Shape{1}, DType::float32}};
+}
+
+void all_finite_cpu(const ExecContext&, const Invocation& inv) {
+  bool finite = true;
+  for (const NDArray& x : inv.inputs) {
+    dispatch_floating(x.dtype(), inv.op->name, [&](auto tag) {
+      using T = decltype(tag);
+      const T* v = static_cast<const T*>(x.data());
+      for (std::int64_t i = 0; i < x.size() && finite; ++i) finite = std::isfinite(static_cast<double>(v[i]));
+    });
+  }
+  *static_cast<float*>(inv.outputs[0].data()) = finite ? 1.0f : 0.0f;
+}
+
+Attrs all_finite_attrs(const Params& params) {
+  return {{"num_arrays", std::to_string(params.as<AllFiniteParams>().num_arrays)}, {"init_output", "True"}};
+}
+
+Params all_finite_parse(const Attrs& attrs) {
+  AttrReader a("multi_all_finite", attrs);
+  const std::int64_t n = a.integer("num_arrays", 1);
+  if (!a.boolean("init_output", true)) a.fail("init_output", "must be True: the output is not read");
+  a.finish();
+  return AllFiniteParams{static_cast<std::int32_t>(n)};
 }
 
 // --- attributes, as MXNet names them ---------------------------------------------------------------
@@ -150,16 +208,18 @@ OptimizerStep read_step(AttrReader& a, bool momentum) {
   return s;
 }
 
-template <bool momentum>
+template <bool momentum, bool mp = false>
 Params sgd_parse(const Attrs& attrs) {
-  AttrReader a(momentum ? "sgd_mom_update" : "sgd_update", attrs);
+  AttrReader a(mp ? (momentum ? "mp_sgd_mom_update" : "mp_sgd_update") : (momentum ? "sgd_mom_update" : "sgd_update"),
+               attrs);
   const OptimizerStep s = read_step(a, momentum);
   a.finish();
   return s;
 }
 
+template <bool mp = false>
 Params adam_parse(const Attrs& attrs) {
-  AttrReader a("adam_update", attrs);
+  AttrReader a(mp ? "mp_adam_update" : "adam_update", attrs);
   OptimizerStep s = read_step(a, false);
   s.beta1 = a.real("beta1", 0.9);
   s.beta2 = a.real("beta2", 0.999);
@@ -180,9 +240,11 @@ double shared_rate(AttrReader& a, const char* name, std::int32_t weights) {
   return v[0];
 }
 
-template <bool momentum>
+template <bool momentum, bool mp = false>
 Params multi_sgd_parse(const Attrs& attrs) {
-  AttrReader a(momentum ? "multi_sgd_mom_update" : "multi_sgd_update", attrs);
+  AttrReader a(mp ? (momentum ? "multi_mp_sgd_mom_update" : "multi_mp_sgd_update")
+                  : (momentum ? "multi_sgd_mom_update" : "multi_sgd_update"),
+               attrs);
   MultiStep m;
   const std::int64_t weights = a.integer("num_weights", 1);
   if (weights < 1 || weights > std::numeric_limits<std::int32_t>::max()) a.fail("num_weights", "must be positive");
@@ -198,7 +260,9 @@ Params multi_sgd_parse(const Attrs& attrs) {
 
 // Every op of the family is in the registry from the start (find_op, graph import).
 [[maybe_unused]] const bool family_registered =
-    (sgd_update_op(), sgd_mom_update_op(), adam_update_op(), multi_sgd_update_op(), multi_sgd_mom_update_op(), true);
+    (sgd_update_op(), sgd_mom_update_op(), adam_update_op(), multi_sgd_update_op(), multi_sgd_mom_update_op(),
+     mp_sgd_update_op(), mp_sgd_mom_update_op(), mp_adam_update_op(), multi_mp_sgd_update_op(),
+     multi_mp_sgd_mom_update_op(), multi_all_finite_op(), true);
 
 }  // namespace
 
@@ -218,7 +282,7 @@ const OpDef& sgd_mom_update_op() {
 
 const OpDef& adam_update_op() {
   static const OpDef def{"adam_update", &update_infer, &adam_cpu, NDG_GPU_KERNEL(gpu::adam_update), nullptr,
-                         &adam_attrs, &adam_parse};
+                         &adam_attrs, &adam_parse<>};
   static const OpDef& reg = register_op(def);
   return reg;
 }
@@ -237,20 +301,76 @@ const OpDef& multi_sgd_mom_update_op() {
   return reg;
 }
 
+const OpDef& mp_sgd_update_op() {
+  static const OpDef def{"mp_sgd_update", &update_infer, &sgd_cpu, NDG_GPU_KERNEL(gpu::sgd_update), nullptr, &sgd_attrs,
+                         &sgd_parse<false, true>};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+const OpDef& mp_sgd_mom_update_op() {
+  static const OpDef def{"mp_sgd_mom_update", &update_infer, &sgd_cpu, NDG_GPU_KERNEL(gpu::sgd_update), nullptr,
+                         &sgd_mom_attrs, &sgd_parse<true, true>};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+const OpDef& mp_adam_update_op() {
+  static const OpDef def{"mp_adam_update", &update_infer, &adam_cpu, NDG_GPU_KERNEL(gpu::adam_update), nullptr,
+                         &adam_attrs, &adam_parse<true>};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+const OpDef& multi_mp_sgd_update_op() {
+  static const OpDef def{"multi_mp_sgd_update", &multi_update_infer, &multi_sgd_cpu,
+                         NDG_GPU_KERNEL(gpu::multi_sgd_update), nullptr, &multi_sgd_attrs, &multi_sgd_parse<false, true>};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+const OpDef& multi_mp_sgd_mom_update_op() {
+  static const OpDef def{"multi_mp_sgd_mom_update", &multi_update_infer, &multi_sgd_cpu,
+                         NDG_GPU_KERNEL(gpu::multi_sgd_update), nullptr, &multi_sgd_attrs, &multi_sgd_parse<true, true>};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+const OpDef& multi_all_finite_op() {
+  static const OpDef def{"multi_all_finite", &all_finite_infer, &all_finite_cpu, NDG_GPU_KERNEL(gpu::all_finite),
+                         nullptr, &all_finite_attrs, &all_finite_parse};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+UpdateLayout update_layout(const OpDef* op) {
+  const std::string_view name = op->name;
+  const bool master = name.starts_with("mp_") || name.starts_with("multi_mp_");
+  return {name.find("mom") != std::string_view::npos, master};
+}
+
+DType state_dtype(const OpDef* op, DType weight) { return update_layout(op).master ? DType::float32 : weight; }
+
 }  // namespace mx::op
 
 namespace mx::nd {
 namespace {
 
-// Throws unless `operand` (grad or a state) can be updated alongside weight.
-void check_operand(const char* op, const char* role, const NDArray& weight, const NDArray& operand) {
+// Throws unless `operand` (grad or a state) can be updated alongside weight: weight's context and
+// shape, and weight's dtype (or `dtype`: float32 for the states of the mp_ ops).
+void check_operand(const char* op, const char* role, const NDArray& weight, const NDArray& operand,
+                   std::optional<DType> dtype = {}) {
   detail::check_not_none(op, operand);
   if (operand.context() != weight.context()) {
     throw ContextMismatch(std::string(op) + ": " + role + " " + detail::describe(operand) + " is not on weight " +
                           detail::describe(weight) + "'s context. Move it first with copyto(" +
                           weight.context().str() + ") or as_in_context(" + weight.context().str() + ")");
   }
-  if (operand.dtype() != weight.dtype()) {
+  if (dtype && operand.dtype() != *dtype) {
+    throw DTypeError(std::string(op) + ": " + role + " " + detail::describe(operand) + " of weight " +
+                     detail::describe(weight) + " must be " + dtype_name(*dtype) + "; convert with astype(...)");
+  }
+  if (!dtype && operand.dtype() != weight.dtype()) {
     throw DTypeError(std::string(op) + ": " + role + " " + detail::describe(operand) +
                      " does not have the dtype of weight " + detail::describe(weight) + "; convert with astype(...)");
   }
@@ -298,46 +418,99 @@ namespace {
 
 // weights[i] (and moms[i]) updated from grads[i], one launch per list. Everything is checked
 // before anything changes.
-void multi_sgd(const char* op, std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
-               std::vector<NDArray>* moms, functors::OptimizerStep step) {
-  if (grads.size() != weights.size() || (moms && moms->size() != weights.size())) {
+void multi_sgd(const op::OpDef& def, std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
+               std::vector<NDArray>* moms, std::vector<NDArray>* masters, functors::OptimizerStep step) {
+  const char* op = def.name;
+  if (grads.size() != weights.size() || (moms && moms->size() != weights.size()) ||
+      (masters && masters->size() != weights.size())) {
     throw ValueError(std::string(op) + ": " + std::to_string(weights.size()) + " weights, " +
                      std::to_string(grads.size()) + " gradients" +
-                     (moms ? " and " + std::to_string(moms->size()) + " momenta" : std::string()) +
+                     (moms ? ", " + std::to_string(moms->size()) + " momenta" : std::string()) +
+                     (masters ? ", " + std::to_string(masters->size()) + " float32 copies" : std::string()) +
                      "; every weight needs its own");
   }
+  const std::optional<DType> state = masters ? std::optional<DType>(DType::float32) : std::nullopt;
   if (weights.empty()) return;
   std::vector<NDArray> inputs, outputs;
   for (std::size_t i = 0; i < weights.size(); ++i) {
     check_weight(op, weights[i]);
     check_operand(op, "grad", weights[i], grads[i]);
-    if (moms) check_operand(op, "mom", weights[i], (*moms)[i]);
+    if (moms) check_operand(op, "mom", weights[i], (*moms)[i], state);
+    if (masters) check_operand(op, "weight32", weights[i], (*masters)[i], DType::float32);
     if (weights[i].context() != weights[0].context()) check_same_context(op, weights[0], weights[i]);
     inputs.push_back(weights[i]);
     inputs.push_back(grads[i]);
     outputs.push_back(weights[i]);
-    if (moms) {
-      inputs.push_back((*moms)[i]);
-      outputs.push_back((*moms)[i]);
+    for (std::vector<NDArray>* states : {moms, masters}) {
+      if (!states) continue;
+      inputs.push_back((*states)[i]);
+      outputs.push_back((*states)[i]);
     }
   }
   const op::MultiStep params{step, static_cast<std::int32_t>(weights.size())};
-  op::invoke_into(moms ? op::multi_sgd_mom_update_op() : op::multi_sgd_update_op(), std::move(inputs),
-                  std::move(outputs), params);
+  op::invoke_into(def, std::move(inputs), std::move(outputs), params);
 }
 
 }  // namespace
 
 void multi_sgd_update(std::vector<NDArray>& weights, const std::vector<NDArray>& grads, double lr, double wd,
                       double rescale_grad, double clip_gradient) {
-  multi_sgd("multi_sgd_update", weights, grads, nullptr, common_step(lr, wd, rescale_grad, clip_gradient));
+  multi_sgd(op::multi_sgd_update_op(), weights, grads, nullptr, nullptr, common_step(lr, wd, rescale_grad, clip_gradient));
 }
 
 void multi_sgd_mom_update(std::vector<NDArray>& weights, const std::vector<NDArray>& grads, std::vector<NDArray>& moms,
                           double lr, double momentum, double wd, double rescale_grad, double clip_gradient) {
   functors::OptimizerStep step = common_step(lr, wd, rescale_grad, clip_gradient);
   step.momentum = momentum;
-  multi_sgd("multi_sgd_mom_update", weights, grads, &moms, step);
+  multi_sgd(op::multi_sgd_mom_update_op(), weights, grads, &moms, nullptr, step);
+}
+
+void multi_mp_sgd_update(std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
+                         std::vector<NDArray>& weights32, double lr, double wd, double rescale_grad,
+                         double clip_gradient) {
+  multi_sgd(op::multi_mp_sgd_update_op(), weights, grads, nullptr, &weights32,
+            common_step(lr, wd, rescale_grad, clip_gradient));
+}
+
+void multi_mp_sgd_mom_update(std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
+                             std::vector<NDArray>& moms, std::vector<NDArray>& weights32, double lr, double momentum,
+                             double wd, double rescale_grad, double clip_gradient) {
+  functors::OptimizerStep step = common_step(lr, wd, rescale_grad, clip_gradient);
+  step.momentum = momentum;
+  multi_sgd(op::multi_mp_sgd_mom_update_op(), weights, grads, &moms, &weights32, step);
+}
+
+void mp_sgd_update(NDArray& weight, const NDArray& grad, NDArray& weight32, double lr, double wd, double rescale_grad,
+                   double clip_gradient) {
+  const char* op = "mp_sgd_update";
+  check_weight(op, weight);
+  check_operand(op, "grad", weight, grad);
+  check_operand(op, "weight32", weight, weight32, DType::float32);
+  op::invoke_into(op::mp_sgd_update_op(), {weight, grad, weight32}, {weight, weight32},
+                  common_step(lr, wd, rescale_grad, clip_gradient));
+}
+
+void mp_sgd_mom_update(NDArray& weight, const NDArray& grad, NDArray& mom, NDArray& weight32, double lr,
+                       double momentum, double wd, double rescale_grad, double clip_gradient) {
+  const char* op = "mp_sgd_mom_update";
+  check_weight(op, weight);
+  check_operand(op, "grad", weight, grad);
+  check_operand(op, "mom", weight, mom, DType::float32);
+  check_operand(op, "weight32", weight, weight32, DType::float32);
+  functors::OptimizerStep step = common_step(lr, wd, rescale_grad, clip_gradient);
+  step.momentum = momentum;
+  op::invoke_into(op::mp_sgd_mom_update_op(), {weight, grad, mom, weight32}, {weight, mom, weight32}, step);
+}
+
+NDArray multi_all_finite(const std::vector<NDArray>& arrays) {
+  const char* op = "multi_all_finite";
+  if (arrays.empty()) throw ValueError(std::string(op) + ": needs at least one array");
+  for (const NDArray& x : arrays) {
+    detail::check_not_none(op, x);
+    detail::check_floating(op, x);
+    if (x.context() != arrays[0].context()) check_same_context(op, arrays[0], x);
+  }
+  return op::invoke1(op::multi_all_finite_op(), arrays, op::AllFiniteParams{static_cast<std::int32_t>(arrays.size())});
 }
 
 void adam_update(NDArray& weight, const NDArray& grad, NDArray& mean, NDArray& var, double lr, double beta1,
@@ -352,6 +525,21 @@ void adam_update(NDArray& weight, const NDArray& grad, NDArray& mean, NDArray& v
   step.beta2 = beta2;
   step.epsilon = epsilon;
   op::invoke_into(op::adam_update_op(), {weight, grad, mean, var}, {weight, mean, var}, step);
+}
+
+void mp_adam_update(NDArray& weight, const NDArray& grad, NDArray& mean, NDArray& var, NDArray& weight32, double lr,
+                    double beta1, double beta2, double epsilon, double wd, double rescale_grad, double clip_gradient) {
+  const char* op = "mp_adam_update";
+  check_weight(op, weight);
+  check_operand(op, "grad", weight, grad);
+  check_operand(op, "mean", weight, mean, DType::float32);
+  check_operand(op, "var", weight, var, DType::float32);
+  check_operand(op, "weight32", weight, weight32, DType::float32);
+  functors::OptimizerStep step = common_step(lr, wd, rescale_grad, clip_gradient);
+  step.beta1 = beta1;
+  step.beta2 = beta2;
+  step.epsilon = epsilon;
+  op::invoke_into(op::mp_adam_update_op(), {weight, grad, mean, var, weight32}, {weight, mean, var, weight32}, step);
 }
 
 }  // namespace mx::nd

@@ -146,6 +146,12 @@ std::map<std::string, std::vector<op::Params>> representatives() {
       {"adam_update", {step}},
       {"multi_sgd_update", {op::MultiStep{plain, 3}}},
       {"multi_sgd_mom_update", {op::MultiStep{step, 1}}},
+      {"mp_sgd_update", {plain}},
+      {"mp_sgd_mom_update", {step}},
+      {"mp_adam_update", {step}},
+      {"multi_mp_sgd_update", {op::MultiStep{plain, 2}}},
+      {"multi_mp_sgd_mom_update", {op::MultiStep{step, 1}}},
+      {"multi_all_finite", {op::AllFiniteParams{3}}},
   };
   for (const char* name : {"_backward_Convolution_data", "_backward_Convolution_weight",
                            "_backward_Convolution_bias"}) {
