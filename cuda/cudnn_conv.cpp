@@ -198,7 +198,13 @@ struct Graph {
       : operation(info(pass).operation) {
     const PassInfo& p = info(pass);
     const Layout l(g);
-    const cudnnDataType_t type = g.dtype == DType::float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    // The tensors in the dtype; the arithmetic in float (double for float64): 16-bit data runs on
+    // tensor cores with float32 accumulation.
+    const cudnnDataType_t type = g.dtype == DType::float64    ? CUDNN_DATA_DOUBLE
+                                 : g.dtype == DType::float16  ? CUDNN_DATA_HALF
+                                 : g.dtype == DType::bfloat16 ? CUDNN_DATA_BFLOAT16
+                                                              : CUDNN_DATA_FLOAT;
+    const cudnnDataType_t compute = g.dtype == DType::float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
     const auto set_tensor = [&](Descriptor& tensor, std::int64_t uid, const std::vector<std::int64_t>& dims) {
       tensor.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, &type)
           .set(CUDNN_ATTR_TENSOR_DIMENSIONS, dims)
@@ -211,7 +217,7 @@ struct Graph {
     set_tensor(w, p.uid_w, l.w);
     set_tensor(y, p.uid_y, l.y);
     const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-    convolution.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, &type)
+    convolution.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, &compute)
         .set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, &mode)
         .set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, static_cast<std::int64_t>(l.stride.size()))
         .set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, l.stride)
@@ -222,7 +228,7 @@ struct Graph {
     // out = 1 * conv + 0 * out, the scalars in the compute type.
     const double alpha = 1, beta = 0;
     const float alpha_float = 1, beta_float = 0;
-    if (type == CUDNN_DATA_DOUBLE) {
+    if (compute == CUDNN_DATA_DOUBLE) {
       operation.set(p.alpha, CUDNN_TYPE_DOUBLE, &alpha).set(p.beta, CUDNN_TYPE_DOUBLE, &beta);
     } else {
       operation.set(p.alpha, CUDNN_TYPE_FLOAT, &alpha_float).set(p.beta, CUDNN_TYPE_FLOAT, &beta_float);
@@ -492,10 +498,10 @@ HandleState& handle_state(const op::ExecContext& ec) {
 }
 
 // The cached plan for (pass, g) and these operands' alignment, chosen first if it never was; null
-// when cuDNN has no usable engine for it or the dtype is not float32/float64.
+// when cuDNN has no usable engine for it or the dtype is not floating.
 const Plan* find_plan(const op::ExecContext& ec, HandleState& state, op::ConvPass pass, const op::ConvGeometry& g,
                       const std::array<const void*, 3>& operands) {
-  if (g.dtype != DType::float32 && g.dtype != DType::float64) return nullptr;
+  if (!is_floating(g.dtype)) return nullptr;
   const std::int64_t alignment = alignment_of(operands);
   const Key key = key_of(pass, g, alignment);
   auto it = state.plans.find(key);

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include <gluon/amp.hpp>
 #include <gluon/data.hpp>
 #include <gluon/loss.hpp>
 #include <gluon/metric.hpp>
@@ -61,6 +62,7 @@ struct Options {
   std::int64_t subset = -1;  // the whole data set
   std::string csv = "";
   std::string data_dir = "";  // FashionMNIST::default_root()
+  std::string dtype = "float32";  // or bfloat16 / float16: amp, parameters kept in float32
 };
 
 namespace detail {
@@ -151,6 +153,11 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv, const std:
   const std::string default_root = gdata::FashionMNIST::default_root();
   const std::string where = root_variable && *root_variable ? "$FASHION_MNIST_DIR, now " + default_root
                                                             : default_root + ", or $FASHION_MNIST_DIR when set";
+  app.add_option("--dtype", o.dtype,
+                 "compute in float32, or in bfloat16 / float16 under amp (float32 parameters; float16 with "
+                 "dynamic loss scaling)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
   app.add_option("--data", o.data_dir, "the folder of the four Fashion-MNIST .gz files")
       ->type_name("DIR")
       ->default_str(where)
@@ -186,7 +193,8 @@ inline std::vector<nd::NDArray> split(const nd::NDArray& batch, const std::vecto
 
 // Runs outside autograd::record(), so that layers such as BatchNorm predict (running statistics).
 inline double evaluate_accuracy(mx::gluon::Block& net, gdata::DataLoader& loader,
-                                const std::vector<mx::Context>& ctxs) {
+                                const std::vector<mx::Context>& ctxs, std::optional<mx::DType> amp) {
+  const auto autocast = mx::amp::autocast(amp);
   mx::metric::Accuracy accuracy;
   for (auto& [X, y] : loader) {
     const std::vector<nd::NDArray> xs = split(X, ctxs), ys = split(y, ctxs);
@@ -199,8 +207,11 @@ struct EpochResult {
   double loss, train_acc, test_acc, seconds;
 };
 
+// amp: the low precision of amp::autocast, or none (float32). With a loss scaler on the trainer
+// (float16), each loss is scaled before backward and the step unscales.
 inline EpochResult train_epoch(mx::gluon::Block& net, gdata::DataLoader& train, gdata::DataLoader& test,
-                               mx::gluon::Trainer& trainer, const std::vector<mx::Context>& ctxs) {
+                               mx::gluon::Trainer& trainer, const std::vector<mx::Context>& ctxs,
+                               std::optional<mx::DType> amp) {
   const auto start = std::chrono::steady_clock::now();
   mx::gluon::loss::SoftmaxCrossEntropyLoss loss;
   mx::metric::Accuracy accuracy;
@@ -208,15 +219,17 @@ inline EpochResult train_epoch(mx::gluon::Block& net, gdata::DataLoader& train, 
   std::int64_t samples = 0, step = 0;
   for (auto& [X, y] : train) {
     const std::vector<nd::NDArray> xs = split(X, ctxs), ys = split(y, ctxs);
-    std::vector<nd::NDArray> y_hats, losses;
+    std::vector<nd::NDArray> y_hats, losses, heads;
     {
       auto recording = mx::autograd::record();
+      const auto autocast = mx::amp::autocast(amp);
       for (std::size_t k = 0; k < xs.size(); ++k) {  // queued on each GPU in turn; they run at once
         y_hats.push_back(net(xs[k]));
         losses.push_back(loss(y_hats.back(), ys[k]));
+        heads.push_back(trainer.loss_scaler() ? mx::amp::scale_loss(losses.back(), trainer) : losses.back());
       }
     }
-    for (const nd::NDArray& l : losses) l.backward();
+    for (const nd::NDArray& h : heads) h.backward();
     trainer.step(X.shape()[0]);  // sums the gradients over the GPUs, then updates every copy
     for (std::size_t k = 0; k < xs.size(); ++k) {
       loss_sum += losses[k].sum().as_in_context(ctxs[0]);
@@ -227,7 +240,7 @@ inline EpochResult train_epoch(mx::gluon::Block& net, gdata::DataLoader& train, 
   }
   const double train_loss = loss_sum.asscalar<float>() / static_cast<double>(samples);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return {train_loss, accuracy.get().second, evaluate_accuracy(net, test, ctxs), seconds};
+  return {train_loss, accuracy.get().second, evaluate_accuracy(net, test, ctxs, amp), seconds};
 }
 
 // Draws the curves of `csv` (one set of lines per model key) into a PNG next to it.
@@ -279,12 +292,16 @@ inline int train(const Options& o, const std::vector<Model>& models) {
     net.initialize(*model.init, o.ctxs);
     const double lr = o.lr.value_or(model.lr);
     mx::gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", lr}});
-    std::printf("\n%s, lr %g, batch %lld, %d epochs\n", model.title.c_str(), lr, static_cast<long long>(o.batch_size),
-                o.epochs);
+    const std::optional<mx::DType> amp = o.dtype == "bfloat16"  ? std::optional(mx::DType::bfloat16)
+                                         : o.dtype == "float16" ? std::optional(mx::DType::float16)
+                                                                : std::nullopt;
+    if (amp == mx::DType::float16) mx::amp::init_trainer(trainer);
+    std::printf("\n%s, lr %g, batch %lld, %d epochs%s\n", model.title.c_str(), lr, static_cast<long long>(o.batch_size),
+                o.epochs, amp ? (", " + o.dtype + " (amp)").c_str() : "");
     std::printf("%6s %9s %10s %9s %9s %12s\n", "epoch", "loss", "train acc", "test acc", "time (s)", "samples/s");
     double test_acc = 0;
     for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-      const EpochResult r = train_epoch(net, train, test, trainer, o.ctxs);
+      const EpochResult r = train_epoch(net, train, test, trainer, o.ctxs, amp);
       std::printf("%6d %9.4f %10.4f %9.4f %9.2f %12.0f\n", epoch, r.loss, r.train_acc, r.test_acc, r.seconds,
                   static_cast<double>(train_set.size()) / r.seconds);
       std::fflush(stdout);

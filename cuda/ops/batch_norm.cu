@@ -21,7 +21,8 @@ namespace {
 using cuda::global_thread;
 using cuda::grid_stride;
 
-// The sums are pairs of the element type (float for float32, double for float64).
+// The sums are pairs of the compute type (float for float32, float16 and bfloat16, double for
+// float64), which is also the type of the parameters and statistics (P below).
 template <class A>
 struct Pair {
   A a, b;
@@ -83,22 +84,22 @@ __global__ void channel_sums(F f, ReduceShape s, std::int64_t rows_per_chunk, Pa
 
 // channel_sums of the values themselves (a bias gradient) in 16-byte packs: rows whose length is a
 // multiple of the pack, x aligned.
-template <class T>
-__global__ void channel_value_sums(const T* x, ReduceShape s, std::int64_t rows_per_chunk, Pair<T>* partial) {
+template <class T, class A = ComputeType<T>>
+__global__ void channel_value_sums(const T* x, ReduceShape s, std::int64_t rows_per_chunk, Pair<A>* partial) {
   using P = cuda::Pack<T>;
   const std::int64_t c = blockIdx.x, chunk = blockIdx.y;
   const std::int64_t first = chunk * rows_per_chunk, last = std::min(s.outer, first + rows_per_chunk);
   const std::int64_t packs = s.inner / P::size;
-  T sum = 0;
+  A sum = 0;
   for (std::int64_t o = first; o < last; ++o) {
     const P* row = reinterpret_cast<const P*>(x + (o * s.length + c) * s.inner);
     for (std::int64_t i = threadIdx.x; i < packs; i += blockDim.x) {
       const P v = row[i];
 #pragma unroll
-      for (int j = 0; j < P::size; ++j) sum += v.v[j];
+      for (int j = 0; j < P::size; ++j) sum += A(v.v[j]);
     }
   }
-  const Pair<T> total = block_sum(Pair<T>{sum, T(0)});
+  const Pair<A> total = block_sum(Pair<A>{sum, A(0)});
   if (threadIdx.x == 0) partial[c * gridDim.y + chunk] = total;
 }
 
@@ -113,31 +114,34 @@ __device__ Pair<double> channel_total(const Pair<T>* partial, std::int64_t chunk
   return total;
 }
 
-template <class T>
+template <class T, class A = ComputeType<T>>
 struct ShiftedMoments {
   const T* x;
   std::int64_t inner, length;
-  __device__ Pair<T> operator()(std::int64_t i, std::int64_t c) const {
-    const T d = x[i] - x[c * inner];
+  __device__ Pair<A> operator()(std::int64_t i, std::int64_t c) const {
+    const A d = A(x[i]) - A(x[c * inner]);
     return {d, d * d};
   }
 };
 
-template <class T>
+template <class T, class A = ComputeType<T>>
 struct GradSums {
-  const T *dy, *x, *mean;
-  __device__ Pair<T> operator()(std::int64_t i, std::int64_t c) const { return {dy[i], dy[i] * (x[i] - mean[c])}; }
+  const T *dy, *x;
+  const A* mean;
+  __device__ Pair<A> operator()(std::int64_t i, std::int64_t c) const {
+    return {A(dy[i]), A(dy[i]) * (A(x[i]) - mean[c])};
+  }
 };
 
-template <class T>
+template <class T, class A = ComputeType<T>>
 struct Values {
   const T* x;
-  __device__ Pair<T> operator()(std::int64_t i, std::int64_t) const { return {x[i], T(0)}; }
+  __device__ Pair<A> operator()(std::int64_t i, std::int64_t) const { return {A(x[i]), A(0)}; }
 };
 
 // out[c] = the channel's partials added in double.
-template <class T>
-__global__ void finish_sums(const Pair<T>* partial, std::int64_t chunks, std::int64_t channels, T* out) {
+template <class T, class A = ComputeType<T>>
+__global__ void finish_sums(const Pair<A>* partial, std::int64_t chunks, std::int64_t channels, T* out) {
   for (std::int64_t c = global_thread(); c < channels; c += grid_stride()) {
     out[c] = static_cast<T>(channel_total(partial, chunks, c).a);
   }
@@ -145,19 +149,19 @@ __global__ void finish_sums(const Pair<T>* partial, std::int64_t chunks, std::in
 
 // Training: the batch's statistics from the partials; the running ones updated (variance with
 // Bessel's correction).
-template <class T>
-__global__ void finish_statistics(const Pair<T>* partial, std::int64_t chunks, const T* x, ReduceShape s,
-                                  BatchNormParams p, T* mean, T* invstd, T* moving_mean, T* moving_var) {
+template <class T, class P = ComputeType<T>>
+__global__ void finish_statistics(const Pair<P>* partial, std::int64_t chunks, const T* x, ReduceShape s,
+                                  BatchNormParams p, P* mean, P* invstd, P* moving_mean, P* moving_var) {
   const double count = static_cast<double>(s.outer * s.inner);
   for (std::int64_t c = global_thread(); c < s.length; c += grid_stride()) {
     const Pair<double> moments = channel_total(partial, chunks, c);  // Σ(x - shift), Σ(x - shift)²
     const double shifted_mean = moments.a / count;
     const double var = fmax(moments.b / count - shifted_mean * shifted_mean, 0.0);
-    const double m = x[c * s.inner] + shifted_mean;
-    mean[c] = static_cast<T>(m);
-    invstd[c] = static_cast<T>(rsqrt(var + p.eps));
-    moving_mean[c] = static_cast<T>(p.momentum * moving_mean[c] + (1 - p.momentum) * m);
-    moving_var[c] = static_cast<T>(p.momentum * moving_var[c] + (1 - p.momentum) * (count > 1 ? var * count / (count - 1) : var));
+    const double m = static_cast<double>(x[c * s.inner]) + shifted_mean;
+    mean[c] = static_cast<P>(m);
+    invstd[c] = static_cast<P>(rsqrt(var + p.eps));
+    moving_mean[c] = static_cast<P>(p.momentum * moving_mean[c] + (1 - p.momentum) * m);
+    moving_var[c] = static_cast<P>(p.momentum * moving_var[c] + (1 - p.momentum) * (count > 1 ? var * count / (count - 1) : var));
   }
 }
 
@@ -200,14 +204,15 @@ void launch_per_channel(const ExecContext& ec, const char* op, const ReduceShape
 }
 
 // y = x · scale + shift with scale = gamma · invstd, shift = beta - mean · scale.
-template <class T>
+template <class T, class P = ComputeType<T>>
 struct Normalize {
-  const T *x, *gamma, *beta, *mean, *invstd;
+  const T* x;
+  const P *gamma, *beta, *mean, *invstd;
   T* y;
   bool fix_gamma;
   __device__ void operator()(std::int64_t i, std::int64_t c) const {
-    const T scale = (fix_gamma ? T(1) : gamma[c]) * invstd[c];
-    y[i] = (x[i] - mean[c]) * scale + beta[c];
+    const P scale = (fix_gamma ? P(1) : gamma[c]) * invstd[c];
+    y[i] = static_cast<T>((P(x[i]) - mean[c]) * scale + beta[c]);
   }
 };
 
@@ -229,12 +234,13 @@ __global__ void finish_gradients(const Pair<T>* partial, std::int64_t chunks, Re
 }
 
 // dx = scale · (dy - mean_dy - (x - mean) · k).
-template <class T>
+template <class T, class P = ComputeType<T>>
 struct InputGradient {
-  const T *dy, *x, *mean, *coef;
+  const T *dy, *x;
+  const P *mean, *coef;
   T* dx;
   __device__ void operator()(std::int64_t i, std::int64_t c) const {
-    dx[i] = coef[3 * c] * (dy[i] - coef[3 * c + 1] - (x[i] - mean[c]) * coef[3 * c + 2]);
+    dx[i] = static_cast<T>(coef[3 * c] * (P(dy[i]) - coef[3 * c + 1] - (P(x[i]) - mean[c]) * coef[3 * c + 2]));
   }
 };
 
@@ -243,11 +249,11 @@ ReduceShape channel_shape(const BatchNormParams& p, const nd::NDArray& x) {
 }
 
 // The channel sums of f into a workspace-held partial array, chunked as chunks_for says.
-template <class T, class F>
-void launch_sums(const ExecContext& ec, const char* op, const ReduceShape& s, std::int64_t chunks, F f, Pair<T>* partial) {
+template <class A, class F>
+void launch_sums(const ExecContext& ec, const char* op, const ReduceShape& s, std::int64_t chunks, F f, Pair<A>* partial) {
   const std::int64_t rows_per_chunk = (s.outer + chunks - 1) / chunks;
   cuda::launch(cuda::stream_of(ec), op, dim3(static_cast<unsigned>(s.length), static_cast<unsigned>(chunks)),
-               &channel_sums<T, F>, f, s, rows_per_chunk, partial);
+               &channel_sums<A, F>, f, s, rows_per_chunk, partial);
 }
 
 }  // namespace
@@ -255,21 +261,22 @@ void launch_sums(const ExecContext& ec, const char* op, const ReduceShape& s, st
 void channel_sum(const ExecContext& ec, const ReduceShape& s, DType dtype, const void* x, void* out) {
   dispatch_floating(dtype, "channel_sum", [&](auto tag) {
     using T = decltype(tag);
+    using A = ComputeType<T>;
     if (s.outer * s.inner == 0) {
       NDG_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(s.length) * sizeof(T), cuda::stream_of(ec)));
       return;
     }
     const std::int64_t chunks = chunks_for(ec, s);
-    const Workspace partial(ec, static_cast<std::size_t>(s.length * chunks) * sizeof(Pair<T>));
+    const Workspace partial(ec, static_cast<std::size_t>(s.length * chunks) * sizeof(Pair<A>));
     constexpr std::int64_t pack = cuda::Pack<T>::size;
     if (s.inner % pack == 0 && s.inner >= 4 * pack && cuda::aligned16(x)) {
       const std::int64_t rows_per_chunk = (s.outer + chunks - 1) / chunks;
       cuda::launch(cuda::stream_of(ec), "channel_sum", dim3(static_cast<unsigned>(s.length), static_cast<unsigned>(chunks)),
-                   &channel_value_sums<T>, static_cast<const T*>(x), s, rows_per_chunk, partial.as<Pair<T>>());
+                   &channel_value_sums<T>, static_cast<const T*>(x), s, rows_per_chunk, partial.as<Pair<A>>());
     } else {
-      launch_sums(ec, "channel_sum", s, chunks, Values<T>{static_cast<const T*>(x)}, partial.as<Pair<T>>());
+      launch_sums(ec, "channel_sum", s, chunks, Values<T>{static_cast<const T*>(x)}, partial.as<Pair<A>>());
     }
-    cuda::launch(ec, "channel_sum", s.length, &finish_sums<T>, partial.as<Pair<T>>(), chunks, s.length,
+    cuda::launch(ec, "channel_sum", s.length, &finish_sums<T>, partial.as<Pair<A>>(), chunks, s.length,
                  static_cast<T*>(out));
   });
 }
@@ -280,17 +287,18 @@ void batch_norm(const ExecContext& ec, const Invocation& inv) {
   const ReduceShape s = channel_shape(p, x);
   dispatch_floating(x.dtype(), "BatchNorm", [&](auto tag) {
     using T = decltype(tag);
+    using P = ComputeType<T>;  // parameters and statistics: float32 for 16-bit data
     const T* in = static_cast<const T*>(x.data());
-    const auto param = [&](std::size_t i) { return static_cast<T*>(inv.inputs[i].data()); };
-    T *mean = static_cast<T*>(inv.outputs[1].data()), *invstd = static_cast<T*>(inv.outputs[2].data());
+    const auto param = [&](std::size_t i) { return static_cast<P*>(inv.inputs[i].data()); };
+    P *mean = static_cast<P*>(inv.outputs[1].data()), *invstd = static_cast<P*>(inv.outputs[2].data());
     if (p.training && x.size() > 0) {
       const std::int64_t chunks = chunks_for(ec, s);
-      const Workspace partial(ec, static_cast<std::size_t>(s.length * chunks) * sizeof(Pair<T>));
-      launch_sums(ec, "BatchNorm", s, chunks, ShiftedMoments<T>{in, s.inner, s.length}, partial.as<Pair<T>>());
-      cuda::launch(ec, "BatchNorm", s.length, &finish_statistics<T>, partial.as<Pair<T>>(), chunks, in, s, p, mean,
+      const Workspace partial(ec, static_cast<std::size_t>(s.length * chunks) * sizeof(Pair<P>));
+      launch_sums(ec, "BatchNorm", s, chunks, ShiftedMoments<T>{in, s.inner, s.length}, partial.as<Pair<P>>());
+      cuda::launch(ec, "BatchNorm", s.length, &finish_statistics<T>, partial.as<Pair<P>>(), chunks, in, s, p, mean,
                    invstd, param(3), param(4));
     } else {
-      cuda::launch(ec, "BatchNorm", s.length, &running_statistics<T>, s.length, p.eps, param(3), param(4), mean, invstd);
+      cuda::launch(ec, "BatchNorm", s.length, &running_statistics<P>, s.length, p.eps, param(3), param(4), mean, invstd);
     }
     launch_per_channel(ec, "BatchNorm", s,
                        Normalize<T>{in, param(1), param(2), mean, invstd, static_cast<T*>(inv.outputs[0].data()),
@@ -304,20 +312,23 @@ void batch_norm_backward(const ExecContext& ec, const Invocation& inv) {
   const ReduceShape s = channel_shape(p, x);
   dispatch_floating(x.dtype(), "BatchNorm", [&](auto tag) {
     using T = decltype(tag);
-    const auto input = [&](std::size_t i) { return static_cast<const T*>(inv.inputs[i].data()); };
-    const auto output = [&](std::size_t i) { return static_cast<T*>(inv.outputs[i].data()); };
+    using P = ComputeType<T>;
+    const auto data = [&](std::size_t i) { return static_cast<const T*>(inv.inputs[i].data()); };
+    const auto param = [&](std::size_t i) { return static_cast<const P*>(inv.inputs[i].data()); };
+    const auto output = [&](std::size_t i) { return static_cast<P*>(inv.outputs[i].data()); };
     const std::int64_t chunks = x.size() > 0 ? chunks_for(ec, s) : 1;
-    const Workspace partial(ec, static_cast<std::size_t>(s.length * chunks) * sizeof(Pair<T>));
-    const Workspace coef(ec, static_cast<std::size_t>(3 * s.length) * sizeof(T));
+    const Workspace partial(ec, static_cast<std::size_t>(s.length * chunks) * sizeof(Pair<P>));
+    const Workspace coef(ec, static_cast<std::size_t>(3 * s.length) * sizeof(P));
     if (x.size() > 0) {
-      launch_sums(ec, "BatchNorm", s, chunks, GradSums<T>{input(0), input(1), input(3)}, partial.as<Pair<T>>());
+      launch_sums(ec, "BatchNorm", s, chunks, GradSums<T>{data(0), data(1), param(3)}, partial.as<Pair<P>>());
     } else {
-      NDG_CUDA_CHECK(cudaMemsetAsync(partial.data(), 0, static_cast<std::size_t>(s.length) * sizeof(Pair<T>),
+      NDG_CUDA_CHECK(cudaMemsetAsync(partial.data(), 0, static_cast<std::size_t>(s.length) * sizeof(Pair<P>),
                                      cuda::stream_of(ec)));
     }
-    cuda::launch(ec, "BatchNorm", s.length, &finish_gradients<T>, partial.as<Pair<T>>(), chunks, s, p, input(2),
-                 input(4), output(1), output(2), coef.as<T>());
-    launch_per_channel(ec, "BatchNorm", s, InputGradient<T>{input(0), input(1), input(3), coef.as<const T>(), output(0)});
+    cuda::launch(ec, "BatchNorm", s.length, &finish_gradients<P>, partial.as<Pair<P>>(), chunks, s, p, param(2),
+                 param(4), output(1), output(2), coef.as<P>());
+    launch_per_channel(ec, "BatchNorm", s,
+                       InputGradient<T>{data(0), data(1), param(3), coef.as<const P>(), static_cast<T*>(inv.outputs[0].data())});
   });
 }
 

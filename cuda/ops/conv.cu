@@ -36,7 +36,7 @@ __global__ void bias_activation_rows(T* y, const T* bias, std::int64_t rows, std
     T* row = y + r * cols;
     for (std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < cols;
          c += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-      row[c] = act(static_cast<T>(row[c] + b));
+      row[c] = act(static_cast<T>(row[c] + b));  // the sum in float for 16-bit types, rounded once
     }
   }
 }
