@@ -1,6 +1,6 @@
 """PyTorch on the cases of bench/ndarray_bench.cu (no argument), bench/gluon_bench.cu ('gluon'),
-bench/conv_bench.cu ('conv') or bench/hybridize_bench.cu ('hybridize'), on the same GPU: prints
-'case seconds-per-op'."""
+bench/conv_bench.cu ('conv'), bench/hybridize_bench.cu ('hybridize') or bench/amp_bench.cu ('amp'),
+on the same GPU: prints 'case seconds-per-op'."""
 import statistics
 import sys
 import time
@@ -61,7 +61,7 @@ def load_fashion_mnist():
     return images, labels
 
 
-def training_epoch(dev):
+def training_epoch(dev, autocast_dtype=None):
     images, labels = load_fashion_mnist()
     net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 256), torch.nn.ReLU(),
                               torch.nn.Linear(256, 10)).to(dev)
@@ -77,7 +77,9 @@ def training_epoch(dev):
             x = (images[idx].float() / 255).pin_memory().to(dev, non_blocking=True)
             y = labels[idx].to(dev, non_blocking=True)
             opt.zero_grad()
-            loss(net(x), y).backward()
+            with torch.autocast("cuda", dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
+                out = loss(net(x), y)
+            out.backward()
             opt.step()
     return median_seconds(epoch, 1, 3)
 
@@ -173,6 +175,30 @@ def gluon():
             print(f"mlp{batch}", median_seconds(lambda: mlp(xb), 1000))
 
 
+def amp():
+    dev = torch.device("cuda:0")
+    n = 4096
+    linear = torch.nn.Linear(n, n).to(dev)
+    x = torch.rand(n, n, device=dev)
+    g = torch.rand(n, n, device=dev)
+
+    def fwd_bwd():
+        linear.zero_grad(set_to_none=True)
+        linear(x).backward(g)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    print("linear_tf32", median_seconds(fwd_bwd, 10))
+    torch.backends.cuda.matmul.allow_tf32 = False
+    g16 = g.bfloat16()
+
+    def fwd_bwd_bf16():
+        linear.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            y = linear(x)
+        y.backward(g16)
+    print("linear_bf16", median_seconds(fwd_bwd_bf16, 10))
+    print("epoch_bf16", training_epoch(dev, torch.bfloat16))
+
+
 def mlp_784_256_256_10(dev):
     nn = torch.nn
     return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
@@ -265,4 +291,4 @@ def hybridize():
 
 
 if __name__ == "__main__":
-    {"gluon": gluon, "conv": conv, "hybridize": hybridize}.get(sys.argv[1] if len(sys.argv) == 2 else "", main)()
+    {"gluon": gluon, "conv": conv, "hybridize": hybridize, "amp": amp}.get(sys.argv[1] if len(sys.argv) == 2 else "", main)()
