@@ -23,4 +23,10 @@ namespace mx::nd {
 // transpose_a / transpose_b use aᵀ / bᵀ without copying (2-D operands).
 NDArray dot(const NDArray& a, const NDArray& b, bool transpose_a = false, bool transpose_b = false);
 
+// batch_dot(a, b), as mx.nd.batch_dot: (batch..., m, k)·(batch..., k, n) -> (batch..., m, n), one
+// product per matrix of the batch (3-D operands or more, with the same batch axes); transpose_a /
+// transpose_b transpose each matrix of a / b. One strided-batched cuBLASLt call on a GPU.
+// mx::ShapeError naming both operands when they do not fit.
+NDArray batch_dot(const NDArray& a, const NDArray& b, bool transpose_a = false, bool transpose_b = false);
+
 }  // namespace mx::nd

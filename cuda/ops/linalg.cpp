@@ -22,7 +22,7 @@ namespace {
 constexpr std::size_t kMaxWorkspace = 32u << 20;
 
 // One product shape's descriptors and algorithm; `usable` is false where the heuristic found none
-// (cublasGemmEx then runs it).
+// (cublasGemmStridedBatchedEx then runs it).
 struct LtPlan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
@@ -31,8 +31,9 @@ struct LtPlan {
   bool usable = false;
 };
 
-// dtype, trans_a, trans_b, m, n, k, beta != 0, the alignment of a, b and c, the epilogue and TF32.
-using LtKey = std::array<std::int64_t, 12>;
+// dtype, trans_a, trans_b, m, n, k, beta != 0, the alignment of a, b and c, the epilogue, TF32
+// and the batch count.
+using LtKey = std::array<std::int64_t, 13>;
 
 struct LtState {
   cublasLtHandle_t handle = nullptr;
@@ -91,10 +92,18 @@ LtPlan make_plan(cublasLtHandle_t handle, DType dt, const GemmArgs& g, const LtK
   if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
     NDG_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
   }
-  // Stored extents (rows, columns) of each column-major operand, leading dimension = rows.
+  // Stored extents (rows, columns) of each column-major operand, leading dimension = rows; a batch
+  // of them one after the other.
   const auto layout = [&](cublasLtMatrixLayout_t* out, std::int64_t rows, std::int64_t cols) {
     NDG_CUDA_CHECK(cublasLtMatrixLayoutCreate(out, type, static_cast<std::uint64_t>(rows),
                                               static_cast<std::uint64_t>(cols), rows));
+    if (g.batch > 1) {
+      const std::int32_t count = static_cast<std::int32_t>(g.batch);
+      const std::int64_t stride = rows * cols;
+      NDG_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+      NDG_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                      sizeof stride));
+    }
   };
   if (g.trans_b) layout(&plan.first, g.k, g.n);
   else layout(&plan.first, g.n, g.k);
@@ -130,7 +139,8 @@ LtPlan make_plan(cublasLtHandle_t handle, DType dt, const GemmArgs& g, const LtK
   return plan;
 }
 
-// The product with cublasGemmEx: where cuBLASLt's heuristic found no algorithm.
+// The product (a batch of them) with cublasGemmStridedBatchedEx: where cuBLASLt's heuristic found no
+// algorithm.
 void legacy_gemm(const ExecContext& ec, DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
   cublasHandle_t handle = cuda::device(ec.ctx.device_id()).cublas();
   const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -142,8 +152,9 @@ void legacy_gemm(const ExecContext& ec, DType dt, const GemmArgs& g, const void*
   const void* alpha = dt == DType::float64 ? static_cast<const void*>(&g.alpha) : &alpha32;
   const void* beta = dt == DType::float64 ? static_cast<const void*>(&g.beta) : &beta32;
   const cudaDataType_t type = data_type(dt);
-  NDG_CUDA_CHECK(cublasGemmEx(handle, op_b, op_a, n, m, k, alpha, b, type, ldb, a, type, lda, beta, c, type, n,
-                              compute_type(dt, allow_tf32()), CUBLAS_GEMM_DEFAULT));
+  NDG_CUDA_CHECK(cublasGemmStridedBatchedEx(handle, op_b, op_a, n, m, k, alpha, b, type, ldb, g.k * g.n, a, type, lda,
+                                            g.m * g.k, beta, c, type, n, g.m * g.n, static_cast<int>(g.batch),
+                                            compute_type(dt, allow_tf32()), CUBLAS_GEMM_DEFAULT));
 }
 
 // The plan of this product on this thread and device, made the first time it is asked for.
@@ -153,7 +164,7 @@ LtPlan& lt_plan(const ExecContext& ec, DType dt, const GemmArgs& g, const void* 
   const LtKey key{static_cast<std::int64_t>(dt), g.trans_a,       g.trans_b,       g.m,
                   g.n,                           g.k,             g.beta != 0.0,   alignment_of(a),
                   alignment_of(b),               alignment_of(c), static_cast<std::int64_t>(epilogue),
-                  dt == DType::float32 && allow_tf32()};
+                  dt == DType::float32 && allow_tf32(), g.batch};
   auto it = state.plans.find(key);
   if (it == state.plans.end()) it = state.plans.emplace(key, make_plan(state.handle, dt, g, key, epilogue)).first;
   return it->second;
@@ -175,7 +186,9 @@ void lt_matmul(const ExecContext& ec, DType dt, const GemmArgs& g, const LtPlan&
 void gemm(const ExecContext& ec, DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
   const cudaStream_t stream = static_cast<cudaStream_t>(ec.stream);
   if (g.k == 0) {  // cuBLAS rejects k = 0
-    if (g.beta == 0.0) NDG_CUDA_CHECK(cudaMemsetAsync(c, 0, static_cast<std::size_t>(g.m * g.n) * dtype_size(dt), stream));
+    if (g.beta == 0.0) {
+      NDG_CUDA_CHECK(cudaMemsetAsync(c, 0, static_cast<std::size_t>(g.batch * g.m * g.n) * dtype_size(dt), stream));
+    }
     return;
   }
   const LtPlan& plan = lt_plan(ec, dt, g, a, b, c, CUBLASLT_EPILOGUE_DEFAULT);
@@ -186,7 +199,7 @@ void gemm(const ExecContext& ec, DType dt, const GemmArgs& g, const void* a, con
 bool gemm_bias_relu(const ExecContext& ec, DType dt, const GemmArgs& g, const void* a, const void* b, void* c,
                     const void* bias, bool relu) {
   // cuBLASLt reads the bias vector with at least 16-byte alignment.
-  if (g.k == 0 || g.alpha != 1.0 || g.beta != 0.0 || (bias && alignment_of(bias) < 16)) return false;
+  if (g.k == 0 || g.batch != 1 || g.alpha != 1.0 || g.beta != 0.0 || (bias && alignment_of(bias) < 16)) return false;
   const cublasLtEpilogue_t epilogue = bias ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
                                            : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
   LtPlan& plan = lt_plan(ec, dt, g, a, b, c, epilogue);

@@ -19,7 +19,7 @@ namespace {
 
 using nd::NDArray;
 
-void cpu_gemm(DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
+void cpu_gemm_one(DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
   const auto ta = g.trans_a ? CblasTrans : CblasNoTrans;
   const auto tb = g.trans_b ? CblasTrans : CblasNoTrans;
   const auto lda = static_cast<blasint>(g.trans_a ? g.m : g.k);
@@ -34,6 +34,15 @@ void cpu_gemm(DType dt, const GemmArgs& g, const void* a, const void* b, void* c
   }
 }
 
+// Each product of a batch in turn (OpenBLAS threads within each).
+void cpu_gemm(DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
+  const std::size_t size = dtype_size(dt);
+  for (std::int64_t i = 0; i < g.batch; ++i) {
+    cpu_gemm_one(dt, g, static_cast<const char*>(a) + i * g.m * g.k * size,
+                 static_cast<const char*>(b) + i * g.k * g.n * size, static_cast<char*>(c) + i * g.m * g.n * size);
+  }
+}
+
 // float16 and bfloat16 on cpu(0): the operands widened to float32, one sgemm, c rounded once.
 void cpu_gemm_through_float(DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
   dispatch_floating(dt, "gemm", [&](auto tag) {
@@ -45,11 +54,12 @@ void cpu_gemm_through_float(DType dt, const GemmArgs& g, const void* a, const vo
         parallel_for_simd(n, [&](std::int64_t i) { out[static_cast<std::size_t>(i)] = static_cast<float>(from[i]); });
         return out;
       };
-      const std::vector<float> a32 = widen(a, g.m * g.k), b32 = widen(b, g.k * g.n);
-      std::vector<float> c32 = g.beta != 0.0 ? widen(c, g.m * g.n) : std::vector<float>(static_cast<std::size_t>(g.m * g.n));
+      const std::int64_t cs = g.batch * g.m * g.n;
+      const std::vector<float> a32 = widen(a, g.batch * g.m * g.k), b32 = widen(b, g.batch * g.k * g.n);
+      std::vector<float> c32 = g.beta != 0.0 ? widen(c, cs) : std::vector<float>(static_cast<std::size_t>(cs));
       cpu_gemm(DType::float32, g, a32.data(), b32.data(), c32.data());
       T* out = static_cast<T*>(c);
-      parallel_for_simd(g.m * g.n, [&](std::int64_t i) { out[i] = static_cast<T>(c32[static_cast<std::size_t>(i)]); });
+      parallel_for_simd(cs, [&](std::int64_t i) { out[i] = static_cast<T>(c32[static_cast<std::size_t>(i)]); });
     }
   });
 }
@@ -161,6 +171,80 @@ const OpDef& dot_def() {
 }
 [[maybe_unused]] const bool family_registered = (dot_def(), true);
 
+// --- batch_dot ----------------------------------------------------------------------------------
+
+// (batch..., m, k) · (batch..., k, n) -> (batch..., m, n), either operand's last two axes transposed.
+GemmArgs batch_dot_args(const Invocation& inv) {
+  const auto& p = inv.params.as<DotParams>();
+  const Shape &a = inv.inputs[0].shape(), &b = inv.inputs[1].shape();
+  const int r = a.ndim();
+  GemmArgs args;
+  args.trans_a = p.transpose_a;
+  args.trans_b = p.transpose_b;
+  args.m = p.transpose_a ? a[r - 1] : a[r - 2];
+  args.k = p.transpose_a ? a[r - 2] : a[r - 1];
+  args.n = p.transpose_b ? b[r - 2] : b[r - 1];
+  for (int d = 0; d < r - 2; ++d) args.batch *= a[d];
+  return args;
+}
+
+void batch_dot_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const auto& p = inv.params.as<DotParams>();
+  const NDArray &a = inv.inputs[0], &b = inv.inputs[1];
+  nd::check_same_dtype("batch_dot", a, b);
+  nd::check_floating("batch_dot", a);
+  const int r = a.ndim();
+  bool fits = r >= 3 && b.ndim() == r;
+  for (int d = 0; fits && d < r - 2; ++d) fits = a.shape()[d] == b.shape()[d];
+  const std::int64_t k_b = fits ? (p.transpose_b ? b.shape()[r - 1] : b.shape()[r - 2]) : -1;
+  if (!fits || (p.transpose_a ? a.shape()[r - 2] : a.shape()[r - 1]) != k_b) {
+    throw ShapeError("batch_dot: lhs " + nd::describe(a) + (p.transpose_a ? " (transposed)" : "") + " and rhs " +
+                     nd::describe(b) + (p.transpose_b ? " (transposed)" : "") +
+                     " must be (batch..., m, k) and (batch..., k, n) with the same batch axes (3-D or more)");
+  }
+  const GemmArgs args = batch_dot_args(inv);
+  std::vector<std::int64_t> dims(a.shape().begin(), a.shape().end() - 2);
+  dims.push_back(args.m);
+  dims.push_back(args.n);
+  out = {{Shape(dims), a.dtype()}};
+}
+
+void batch_dot_kernel(const ExecContext& ec, const Invocation& inv) {
+  if (inv.outputs[0].size() == 0) return;
+  gemm(ec, inv.inputs[0].dtype(), batch_dot_args(inv), inv.inputs[0].data(), inv.inputs[1].data(),
+       inv.outputs[0].data());
+}
+
+// dot_gradient's formulas, matrix by matrix.
+std::vector<NDArray> batch_dot_gradient(const Invocation& inv, const std::vector<NDArray>& g) {
+  const auto& p = inv.params.as<DotParams>();
+  const NDArray &a = inv.inputs[0], &b = inv.inputs[1];
+  const bool ta = p.transpose_a, tb = p.transpose_b;
+  NDArray ga, gb;
+  if (p.a_grad) ga = ta ? nd::batch_dot(b, g[0], tb, true) : nd::batch_dot(g[0], b, false, !tb);
+  if (p.b_grad) gb = tb ? nd::batch_dot(g[0], a, true, ta) : nd::batch_dot(a, g[0], !ta, false);
+  return {ga, gb};
+}
+
+Params batch_dot_parse(const AttrList& attrs) {
+  AttrReader a("batch_dot", attrs);
+  DotParams p;
+  p.transpose_a = a.boolean("transpose_a", false);
+  p.transpose_b = a.boolean("transpose_b", false);
+  if (a.text("forward_stype", "default") != "default") a.fail("forward_stype", "is not supported: arrays are dense");
+  a.finish();
+  return p;
+}
+
+const OpDef& batch_dot_def() {
+  static const OpDef def{"batch_dot", &batch_dot_infer, &batch_dot_kernel, NDG_GPU_KERNEL(batch_dot_kernel),
+                         &batch_dot_gradient, &dot_attrs, &batch_dot_parse, false, nullptr, 0, false,
+                         &dot_input_grads};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+[[maybe_unused]] const bool batch_dot_registered = (batch_dot_def(), true);
+
 }  // namespace
 
 namespace {
@@ -179,7 +263,7 @@ void gemm(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, 
 #endif
   }
   if (args.k == 0) {  // BLAS would not touch c
-    if (args.beta == 0.0) std::memset(c, 0, static_cast<std::size_t>(args.m * args.n) * dtype_size(dt));
+    if (args.beta == 0.0) std::memset(c, 0, static_cast<std::size_t>(args.batch * args.m * args.n) * dtype_size(dt));
     return;
   }
   if (is_half(dt)) return cpu_gemm_through_float(dt, args, a, b, c);
@@ -207,6 +291,13 @@ NDArray dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose
   detail::check_not_none("dot", a);
   detail::check_not_none("dot", b);
   return op::invoke1(op::dot_def(), {a, b},
+                     op::DotParams{transpose_a, transpose_b, a.autograd_node() != nullptr, b.autograd_node() != nullptr});
+}
+
+NDArray batch_dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose_b) {
+  detail::check_not_none("batch_dot", a);
+  detail::check_not_none("batch_dot", b);
+  return op::invoke1(op::batch_dot_def(), {a, b},
                      op::DotParams{transpose_a, transpose_b, a.autograd_node() != nullptr, b.autograd_node() != nullptr});
 }
 

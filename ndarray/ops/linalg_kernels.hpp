@@ -10,10 +10,12 @@ namespace mx::op {
 
 // A matrix product in row-major terms: c (m, n) = alpha * op(a) · op(b) + beta * c, where op(a) is
 // (m, k) and op(b) is (k, n); trans_a means a is stored (k, m), trans_b that b is stored (n, k).
+// batch > 1: that many products of dense matrices stored one after the other (batch_dot).
 struct GemmArgs {
   bool trans_a = false, trans_b = false;
   std::int64_t m = 0, n = 0, k = 0;
   double alpha = 1.0, beta = 0.0;
+  std::int64_t batch = 1;
 };
 
 // c = alpha * op(a) · op(b) + beta * c, queued on ec's device; float32, float64, float16 and
@@ -24,7 +26,8 @@ void gemm(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, 
 // Whether float32 products may use TF32 tensor cores (mx::set_matmul_precision("high")).
 bool allow_tf32();
 
-// dot(a, b) with either operand transposed (2-D ones).
+// dot(a, b) with either operand transposed (2-D ones); batch_dot's the same for each matrix of a
+// batch.
 struct DotParams {
   bool transpose_a = false, transpose_b = false;
   // Whether a and b lead to a variable (the recorded inputs are detached): backward skips the

@@ -214,6 +214,7 @@ std::vector<OpCase> op_cases() {
       {"softmax_axis0", {{50, 6}}, [](const V& x) { return nd::softmax(x[0], 0); }},
       {"dot", {{16, 48}, {48, 8}}, [](const V& x) { return nd::dot(x[0], x[1]); }},
       {"dot_transposed", {{48, 16}, {8, 48}}, [](const V& x) { return nd::dot(x[0], x[1], true, true); }},
+      {"batch_dot", {{3, 16, 24}, {3, 8, 24}}, [](const V& x) { return nd::batch_dot(x[0], x[1], false, true); }},
       {"fully_connected_relu", {{9, 40}, {12, 40}, {12}},
        [](const V& x) { return nd::FullyConnected(x[0], x[1], x[2], 12, false, true, "relu"); }, 4},
       {"convolution", {{2, 3, 9, 8}, {4, 3, 3, 3}, {4}},

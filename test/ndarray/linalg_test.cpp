@@ -208,6 +208,79 @@ BOOST_AUTO_TEST_CASE(zero_outer_dimensions_give_empty_results) {
   });
 }
 
+// batch_dot: each matrix of a batch against the naive product, with every transpose, in float32
+// and float64; the gradients against the naive products of dot's formulas.
+BOOST_AUTO_TEST_CASE(batch_dot_multiplies_each_matrix_of_the_batch) {
+  const std::int64_t batch = 3, m = 4, k = 5, n = 2;
+  const Values a = uniform_values(static_cast<std::size_t>(batch * m * k), 1),
+               b = uniform_values(static_cast<std::size_t>(batch * k * n), 2);
+  Values want;
+  for (std::int64_t i = 0; i < batch; ++i) {
+    const Values ai(a.begin() + i * m * k, a.begin() + (i + 1) * m * k), bi(b.begin() + i * k * n, b.begin() + (i + 1) * k * n);
+    const Values ci = naive_matmul(ai, bi, m, k, n);
+    want.insert(want.end(), ci.begin(), ci.end());
+  }
+  // The same operands stored transposed, matrix by matrix.
+  Values at, bt;
+  for (std::int64_t i = 0; i < batch; ++i) {
+    const Values ti = transposed(Values(a.begin() + i * m * k, a.begin() + (i + 1) * m * k), m, k);
+    const Values ui = transposed(Values(b.begin() + i * k * n, b.begin() + (i + 1) * k * n), k, n);
+    at.insert(at.end(), ti.begin(), ti.end());
+    bt.insert(bt.end(), ui.begin(), ui.end());
+  }
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    for (const DType dt : ndg_test::kFloatDTypes) {
+      BOOST_TEST_CONTEXT(mx::dtype_name(dt)) {
+        const auto arr = [&](const Values& v, mx::Shape s) { return nd::array(v.data(), DType::float64, s, ctx, dt); };
+        const double tol = dt == DType::float32 ? 1e-5 : 1e-12;
+        ndg_test::check_close(nd::batch_dot(arr(a, {batch, m, k}), arr(b, {batch, k, n})), want, tol, tol);
+        ndg_test::check_close(nd::batch_dot(arr(at, {batch, k, m}), arr(b, {batch, k, n}), true), want, tol, tol);
+        ndg_test::check_close(nd::batch_dot(arr(a, {batch, m, k}), arr(bt, {batch, n, k}), false, true), want, tol, tol);
+        const nd::NDArray both = nd::batch_dot(arr(at, {batch, k, m}), arr(bt, {batch, n, k}), true, true);
+        BOOST_TEST(both.shape() == (mx::Shape{batch, m, n}));
+        ndg_test::check_close(both, want, tol, tol);
+        // 4-D: two batch axes.
+        BOOST_TEST(nd::batch_dot(arr(a, {1, batch, m, k}), arr(b, {1, batch, k, n})).shape() ==
+                   (mx::Shape{1, batch, m, n}));
+        // Gradients of sum(batch_dot(a, b) * w): a gets w·bᵀ, b gets aᵀ·w, matrix by matrix.
+        nd::NDArray va = arr(a, {batch, m, k}), vb = arr(bt, {batch, n, k});
+        va.attach_grad();
+        vb.attach_grad();
+        const Values w = uniform_values(static_cast<std::size_t>(batch * m * n), 3);
+        {
+          auto record = mx::autograd::record();
+          (nd::batch_dot(va, vb, false, true) * arr(w, {batch, m, n})).sum().backward();
+        }
+        Values grad_a, grad_bt;
+        for (std::int64_t i = 0; i < batch; ++i) {
+          const Values wi(w.begin() + i * m * n, w.begin() + (i + 1) * m * n);
+          const Values bi(b.begin() + i * k * n, b.begin() + (i + 1) * k * n);
+          const Values ai(a.begin() + i * m * k, a.begin() + (i + 1) * m * k);
+          const Values ga = naive_matmul(wi, transposed(bi, k, n), m, n, k);                     // (m, k)
+          const Values gb = transposed(naive_matmul(transposed(ai, m, k), wi, k, m, n), k, n);  // (n, k)
+          grad_a.insert(grad_a.end(), ga.begin(), ga.end());
+          grad_bt.insert(grad_bt.end(), gb.begin(), gb.end());
+        }
+        ndg_test::check_close(va.grad(), grad_a, tol, tol);
+        ndg_test::check_close(vb.grad(), grad_bt, tol, tol);
+      }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(batch_dot_errors_name_both_operands) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    NDG_CHECK_THROWS_WITH(nd::batch_dot(nd::ones({2, 3, 4}, ctx), nd::ones({2, 5, 4}, ctx)), mx::ShapeError,
+                          "batch_dot", "(2, 3, 4)", "(2, 5, 4)");
+    NDG_CHECK_THROWS_WITH(nd::batch_dot(nd::ones({2, 3, 4}, ctx), nd::ones({3, 4, 4}, ctx)), mx::ShapeError,
+                          "batch_dot", "(3, 4, 4)");
+    NDG_CHECK_THROWS_WITH(nd::batch_dot(nd::ones({3, 4}, ctx), nd::ones({4, 3}, ctx)), mx::ShapeError, "batch_dot",
+                          "3-D");
+    NDG_CHECK_THROWS_WITH(nd::batch_dot(nd::ones({2, 3, 4}, ctx, DType::int32), nd::ones({2, 4, 3}, ctx, DType::int32)),
+                          mx::DTypeError, "batch_dot", "int32");
+  });
+}
+
 BOOST_AUTO_TEST_CASE(integer_operands_are_refused) {
   ndg_test::for_each_context([](mx::Context ctx) {
     const nd::NDArray i = nd::ones({2, 2}, ctx, DType::int32);

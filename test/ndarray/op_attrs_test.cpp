@@ -133,6 +133,7 @@ std::map<std::string, std::vector<op::Params>> representatives() {
       {"_backward_softmax", softmax},
       {"_backward_log_softmax", log_softmax},
       {"dot", {op::DotParams{true, false}, op::DotParams{false, true}}},
+      {"batch_dot", {op::DotParams{true, false}, op::DotParams{false, true}}},
       {"Concat", {recorded([](const nd::NDArray& x) { return nd::concat({x, x}, -1); })}},
       {"slice_axis", {recorded([](const nd::NDArray& x) { return nd::slice_axis(x, 2, 1, -1); })}},
       {"Cast", {op::CastParams{DType::int32}, op::CastParams{DType::float64}}},
