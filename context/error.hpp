@@ -27,5 +27,7 @@ class OutOfMemory : public DeviceError { using DeviceError::DeviceError; };
 class FileError : public Error { using Error::Error; };
 // Any other bad argument (unknown name, bad hyper-parameter, ...).
 class ValueError : public Error { using Error::Error; };
+// An inf or a nan where finite values are required (a Trainer with check_finite).
+class NonFiniteError : public Error { using Error::Error; };
 
 }  // namespace mx

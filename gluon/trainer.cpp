@@ -7,6 +7,7 @@
 #include "context/device.hpp"
 #include "context/error.hpp"
 #include "gluon/amp.hpp"
+#include "ndarray/optimizer_ops.hpp"
 #include "ndarray/profiler.hpp"
 
 namespace mx::gluon {
@@ -60,10 +61,22 @@ Trainer::Trainer(ParameterDict params, const std::string& optimizer, const Hyper
                  const std::string& kvstore)
     : Trainer(std::move(params), optimizer, optimizer_params, nullptr, kvstore) {}
 
+namespace {
+
+// The optimizer's hyper-parameters: optimizer_params without the Trainer's own (check_finite).
+HyperParams optimizer_only(HyperParams params) {
+  params.erase("check_finite");
+  return params;
+}
+
+}  // namespace
+
 Trainer::Trainer(ParameterDict params, const std::string& optimizer, const HyperParams& optimizer_params,
                  std::shared_ptr<lr_scheduler::LRScheduler> scheduler, const std::string& kvstore)
-    : params_(std::move(params)), optimizer_(Optimizer::create(optimizer, optimizer_params)),
+    : params_(std::move(params)), optimizer_(Optimizer::create(optimizer, optimizer_only(optimizer_params))),
       lr_scheduler_(std::move(scheduler)), reduce_algo_(algo_for_kvstore(kvstore)) {
+  const auto check = optimizer_params.find("check_finite");
+  check_finite_ = check != optimizer_params.end() && check->second != 0;
   if (reduce_algo_ == nd::ReduceAlgo::nccl) check_on_gpus("Trainer", params_);
   const auto it = optimizer_params.find("rescale_grad");
   if (it != optimizer_params.end()) rescale_grad_ = it->second;
@@ -111,8 +124,25 @@ void Trainer::allreduce_grads() {
 
 void Trainer::update(std::int64_t batch_size) {
   check_ready("Trainer::update", batch_size);
+  if (check_finite_ && !loss_scaler_) check_gradients_finite("Trainer::update");
   double loss_scale = 1;
   if (unscale(loss_scale)) apply_updates("Trainer::update", batch_size, loss_scale);
+}
+
+void Trainer::check_gradients_finite(const char* op) const {
+  std::vector<std::pair<std::string, nd::NDArray>> flags;  // all queued before the first is read
+  for (const auto& [name, param] : params_) {
+    if (param.grad_req() == "null") continue;
+    for (const nd::NDArray& g : param.list_grad()) flags.emplace_back(name + " on " + g.context().str(), nd::multi_all_finite({g}));
+  }
+  std::string bad;
+  for (const auto& [what, flag] : flags) {
+    if (flag.asscalar<float>() == 0.0f) bad += (bad.empty() ? "" : ", ") + what;
+  }
+  if (!bad.empty()) {
+    throw NonFiniteError(std::string(op) + ": the gradient of " + bad +
+                         " holds an inf or a nan (check_finite); nothing was updated");
+  }
 }
 
 bool Trainer::unscale(double& loss_scale) {
@@ -128,6 +158,7 @@ void Trainer::step(std::int64_t batch_size) {
   // Everything is checked before the gradients are summed, so that a failed step changes nothing.
   check_ready("Trainer::step", batch_size);
   allreduce_grads();
+  if (check_finite_ && !loss_scaler_) check_gradients_finite("Trainer::step");
   double loss_scale = 1;
   if (unscale(loss_scale)) apply_updates("Trainer::step", batch_size, loss_scale);
 }

@@ -52,6 +52,11 @@ class Trainer {
   Trainer(ParameterDict params, const std::string& optimizer, const HyperParams& optimizer_params,
           std::shared_ptr<lr_scheduler::LRScheduler> scheduler, const std::string& kvstore = "device");
 
+  // optimizer_params may also hold the Trainer's own {"check_finite", 1}: every step then checks
+  // the gradients (one multi_all_finite per parameter, read back: a wait for the GPU) and throws
+  // mx::NonFiniteError naming the parameters whose gradient holds an inf or a nan, before anything
+  // is updated. (Under a loss scaler such a step is skipped instead.)
+  //
   // One update of every parameter with grad_req != "null", the gradients scaled by 1/batch_size
   // (times rescale_grad), at the scheduled learning rate when there is a scheduler (Note [update
   // count]). A parameter on several contexts first has its gradients summed over them, so that
@@ -98,6 +103,9 @@ class Trainer {
   double rescale_grad_ = 1;
   nd::ReduceAlgo reduce_algo_;
   std::shared_ptr<amp::LossScaler> loss_scaler_;
+  bool check_finite_ = false;
+  // Throws mx::NonFiniteError naming the trained parameters whose gradient is not finite.
+  void check_gradients_finite(const char* op) const;
 };
 
 }  // namespace mx::gluon

@@ -745,4 +745,31 @@ BOOST_AUTO_TEST_CASE(kvstore_nccl_refuses_a_parameter_on_cpu_and_gpu,
   check_close(w.data(mx::gpu(0)), {0.5, 1.5});
 }
 
+// check_finite: a step whose gradient holds a nan throws mx::NonFiniteError naming the parameter,
+// and changes neither the parameters nor the optimizer's state; the next step trains.
+BOOST_AUTO_TEST_CASE(check_finite_stops_a_step_with_a_nan_gradient) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    gluon::Parameter w = make_parameter("w", {3}, {1, 2, 3}, {ctx}), b = make_parameter("b", {2}, {0.5, -0.5}, {ctx});
+    gluon::ParameterDict params;
+    params.add(w);
+    params.add(b);
+    gluon::Trainer trainer(params, "sgd", {{"learning_rate", 0.1}, {"momentum", 0.9}, {"check_finite", 1}});
+    const auto set_grads = [&](const Values& gw, const Values& gb) {
+      set_grad(w, ctx, gw);
+      set_grad(b, ctx, gb);
+    };
+    set_grads({1, 1, 1}, {1, 1});
+    trainer.step(1);  // momentum is now -0.1
+    const Values w1 = ndg_test::values(w.data(ctx)), b1 = ndg_test::values(b.data(ctx));
+    set_grads({1, std::nan(""), 1}, {1, 1});
+    NDG_CHECK_THROWS_WITH(trainer.step(1), mx::NonFiniteError, "Trainer::step", "w on " + ctx.str(), "nan");
+    BOOST_TEST(ndg_test::values(w.data(ctx)) == w1, tt::per_element());
+    BOOST_TEST(ndg_test::values(b.data(ctx)) == b1, tt::per_element());
+    BOOST_TEST(trainer.num_update() == 1);
+    set_grads({0, 0, 0}, {0, 0});
+    trainer.step(1);  // the momentum of the first step alone: w -= 0.1 * 0.9
+    check_close(w.data(ctx), {1 - 0.1 - 0.09, 2 - 0.1 - 0.09, 3 - 0.1 - 0.09});
+  });
+}
+
 BOOST_AUTO_TEST_SUITE_END()
