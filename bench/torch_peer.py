@@ -1,5 +1,5 @@
-"""PyTorch on the cases of bench/ndarray_bench.cu (no argument), bench/gluon_bench.cu ('gluon'),
-bench/conv_bench.cu ('conv'), bench/hybridize_bench.cu ('hybridize') or bench/amp_bench.cu ('amp'),
+"""PyTorch on the cases of bench/ndarray_bench.cpp (no argument), bench/gluon_bench.cpp ('gluon'),
+bench/conv_bench.cpp ('conv'), bench/hybridize_bench.cpp ('hybridize') or bench/amp_bench.cpp ('amp'),
 on the same GPU: prints 'case seconds-per-op'."""
 import statistics
 import sys
@@ -232,7 +232,7 @@ def captured(fn, copies):
 
 
 def hybridize():
-    """The cases of bench/hybridize_bench.cu, eager ('KEY') and captured in a CUDA graph
+    """The cases of bench/hybridize_bench.cpp, eager ('KEY') and captured in a CUDA graph
     ('KEY_graph'): MLP 784-256-256-10 forward at batch 1 and 64, a training step at batch 256
     (SGD lr 0.1, cross-entropy; the whole step captured, as the 'whole network capture' recipe of
     PyTorch's CUDA graphs documentation), and a chain of 50 adds on 4 values (seconds per add)."""

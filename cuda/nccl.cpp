@@ -30,6 +30,8 @@ ncclDataType_t nccl_type(DType dt) {
     case DType::int32: return ncclInt32;
     case DType::int64: return ncclInt64;
     case DType::uint8: return ncclUint8;
+    case DType::float16: return ncclFloat16;
+    case DType::bfloat16: return ncclBfloat16;
   }
   throw DTypeError(std::string("all_reduce: dtype ") + dtype_name(dt) + " is not supported by NCCL");
 }

@@ -7,7 +7,6 @@
 //   - a Fashion-MNIST epoch of the D2L MLP (784-256-10) under autocast(bfloat16), against PyTorch's
 //     under torch.autocast.
 #include <cublas_v2.h>
-#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdio>

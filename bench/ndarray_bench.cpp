@@ -17,6 +17,7 @@
 
 #include "bench/bench_util.hpp"
 #include "bench/cuda_check.hpp"
+#include "bench/raw_kernels.hpp"
 #include "bench/peer_cli.hpp"
 
 namespace nd = mx::nd;
@@ -41,10 +42,6 @@ bench::Row row(std::string name, std::string key, std::string metric, double wor
 
 void device_sync() { CHECK(cudaDeviceSynchronize()); }
 
-__global__ void add_kernel(const float* a, const float* b, float* out, int n) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = a[i] + b[i];
-}
 void nd_sync() { nd::waitall(); }
 
 }  // namespace
@@ -179,7 +176,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < chain; ++i) {
         float* out;
         CHECK(cudaMallocAsync(&out, 1000 * 4, stream));
-        add_kernel<<<4, 256, 0, stream>>>(ry, rx, out, 1000);
+        bench::launch_add(ry, rx, out, 1000, stream);
         CHECK(cudaFreeAsync(ry, stream));
         ry = out;
       }
@@ -191,7 +188,7 @@ int main(int argc, char** argv) {
     CHECK(cudaMallocAsync(&rz, 1000 * 4, stream));
     auto launch_chain = [&] {
       for (int i = 0; i < chain; ++i) {
-        add_kernel<<<4, 256, 0, stream>>>(ry, rx, rz, 1000);
+        bench::launch_add(ry, rx, rz, 1000, stream);
         std::swap(ry, rz);
       }
     };

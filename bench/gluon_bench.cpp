@@ -3,7 +3,7 @@
 //     and torch.nn.Linear (2 * 4096^3 flop; the bias pass moves 2 x 64 MiB).
 //   - a Fashion-MNIST epoch of the D2L MLP (784-256-10), eager and hybridized, against PyTorch's.
 //   - a 3-layer MLP (784-256-256-10, ReLU) forward at batch 1 and 64: microseconds per forward,
-//     against the same model in PyTorch. bench/hybridize_bench.cu has the hybridized cases.
+//     against the same model in PyTorch. bench/hybridize_bench.cpp has the hybridized cases.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -18,6 +18,7 @@
 
 #include "bench/bench_util.hpp"
 #include "bench/cuda_check.hpp"
+#include "bench/raw_kernels.hpp"
 #include "bench/peer_cli.hpp"
 
 namespace nd = mx::nd;
@@ -25,12 +26,6 @@ namespace nn = mx::gluon::nn;
 
 
 namespace {
-
-// The raw baseline's bias kernel: out[r, c] += bias[c].
-__global__ void add_bias(float* out, const float* bias, int rows, int cols) {
-  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < static_cast<long long>(rows) * cols) out[i] += bias[i % cols];
-}
 
 void device_sync() { CHECK(cudaDeviceSynchronize()); }
 void nd_sync() { nd::waitall(); }
@@ -71,7 +66,7 @@ int main(int argc, char** argv) {
     const double t_raw = bench::median_seconds([&] {
       // row-major out (n, n) = x · wᵀ: column-major outᵀ = w · xᵀ
       CHECK(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &one, w, n, a, n, &zero, c, n));
-      add_bias<<<(n * n + 255) / 256, 256>>>(c, b, n, n);
+      bench::launch_add_bias(c, b, n, n);
     }, device_sync, 5);
     CHECK(cublasDestroy(handle));
     for (float* p : {a, w, b, c}) CHECK(cudaFree(p));
