@@ -70,16 +70,6 @@ template <class T> T* out(const Invocation& inv, int i) { return static_cast<T*>
 
 }  // namespace
 
-// Calls fn(T{}, S{}) with T the weight's type and S the states' (float under multi_precision).
-template <class Fn>
-void dispatch_update(const Invocation& inv, DType weight, Fn&& fn) {
-  dispatch_floating(weight, inv.op->name, [&](auto tag) {
-    using T = decltype(tag);
-    if (update_layout(inv.op).master) fn(T{}, float{});
-    else fn(T{}, T{});
-  });
-}
-
 void sgd_update(const ExecContext& ec, const Invocation& inv) {
   const std::int64_t n = inv.outputs[0].size();
   const UpdateLayout layout = update_layout(inv.op);

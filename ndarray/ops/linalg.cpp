@@ -146,8 +146,12 @@ std::vector<std::pair<std::string, std::string>> dot_attrs(const Params& params)
 }
 
 // MXNet's attributes; forward_stype other than dense ("default") is refused.
+constexpr char kDotName[] = "dot", kBatchDotName[] = "batch_dot";
+
+// dot's and batch_dot's attributes (the same ones).
+template <const char* name>
 Params dot_parse(const AttrList& attrs) {
-  AttrReader a("dot", attrs);
+  AttrReader a(name, attrs);
   DotParams p;
   p.transpose_a = a.boolean("transpose_a", false);
   p.transpose_b = a.boolean("transpose_b", false);
@@ -165,7 +169,7 @@ void dot_input_grads(Params& params, const std::vector<bool>& needed) {
 
 const OpDef& dot_def() {
   static const OpDef def{"dot", &dot_infer, &dot_kernel, NDG_GPU_KERNEL(dot_kernel), &dot_gradient, &dot_attrs,
-                         &dot_parse, /*strided_inputs=*/true, nullptr, 0, false, &dot_input_grads};
+                         &dot_parse<kDotName>, /*strided_inputs=*/true, nullptr, 0, false, &dot_input_grads};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
@@ -226,19 +230,9 @@ std::vector<NDArray> batch_dot_gradient(const Invocation& inv, const std::vector
   return {ga, gb};
 }
 
-Params batch_dot_parse(const AttrList& attrs) {
-  AttrReader a("batch_dot", attrs);
-  DotParams p;
-  p.transpose_a = a.boolean("transpose_a", false);
-  p.transpose_b = a.boolean("transpose_b", false);
-  if (a.text("forward_stype", "default") != "default") a.fail("forward_stype", "is not supported: arrays are dense");
-  a.finish();
-  return p;
-}
-
 const OpDef& batch_dot_def() {
   static const OpDef def{"batch_dot", &batch_dot_infer, &batch_dot_kernel, NDG_GPU_KERNEL(batch_dot_kernel),
-                         &batch_dot_gradient, &dot_attrs, &batch_dot_parse, false, nullptr, 0, false,
+                         &batch_dot_gradient, &dot_attrs, &dot_parse<kBatchDotName>, false, nullptr, 0, false,
                          &dot_input_grads};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;

@@ -71,16 +71,6 @@ void sgd_loop(const OptimizerStep& step, T* w, const T* g, S* m, S* master, std:
   parallel_for(n, [&](std::int64_t i) { step.sgd(w[i], g[i], m ? m + i : nullptr, master ? master + i : nullptr); });
 }
 
-// Calls fn(T{}, S{}) with T the weight's type and S the states' (float under multi_precision).
-template <class Fn>
-void dispatch_update(const Invocation& inv, DType weight, Fn&& fn) {
-  dispatch_floating(weight, inv.op->name, [&](auto tag) {
-    using T = decltype(tag);
-    if (update_layout(inv.op).master) fn(T{}, float{});
-    else fn(T{}, T{});
-  });
-}
-
 void sgd_cpu(const ExecContext&, const Invocation& inv) {
   const UpdateLayout layout = update_layout(inv.op);
   dispatch_update(inv, inv.outputs[0].dtype(), [&](auto weight_tag, auto state_tag) {

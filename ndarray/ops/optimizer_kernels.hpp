@@ -46,6 +46,16 @@ struct AllFiniteParams {
   std::int32_t num_arrays = 1;
 };
 
+// The update kernels' dispatch: calls fn(T{}, S{}) with T the weight's type and S the states' (float under multi_precision).
+template <class Fn>
+void dispatch_update(const Invocation& inv, DType weight, Fn&& fn) {
+  dispatch_floating(weight, inv.op->name, [&](auto tag) {
+    using T = decltype(tag);
+    if (update_layout(inv.op).master) fn(T{}, float{});
+    else fn(T{}, T{});
+  });
+}
+
 struct MultiStep {
   functors::OptimizerStep step;  // one lr and wd for every weight of the list
   std::int32_t num_weights = 0;
