@@ -23,10 +23,10 @@ using cuda::kThreads;
 
 template <ReduceOp op, class T>
 struct Acc {
-  // Sums accumulate in T for floats, int64 for integers; comparisons in T (uint8 widened to int
-  // for warp shuffles).
-  using Value = std::conditional_t<op == ReduceOp::sum, functors::SumType<T>,
-                                   std::conditional_t<(sizeof(T) < 4), int, T>>;
+  // Sums accumulate in SumType<T> (float for the 16-bit floats, int64 for integers); comparisons
+  // in T, with the 1- and 2-byte types widened for warp shuffles (16-bit floats to float, exactly).
+  using Wide = std::conditional_t<mx::is_half_v<T>, float, std::conditional_t<(sizeof(T) < 4), int, T>>;
+  using Value = std::conditional_t<op == ReduceOp::sum, functors::SumType<T>, Wide>;
   Value value;
   std::int64_t index;
 };
