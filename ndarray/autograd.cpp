@@ -11,6 +11,7 @@
 #include "ndarray/creation.hpp"
 #include "ndarray/elementwise.hpp"
 #include "ndarray/ops/op.hpp"
+#include "ndarray/ops/trace.hpp"
 #include "ndarray/profiler.hpp"
 
 namespace mx::autograd {
@@ -144,13 +145,43 @@ std::shared_ptr<Node> checked_root(const char* what, const nd::NDArray& head, co
   return root;
 }
 
+// For each node of `order`: the buffer offered to its gradient for each input (op::GradientTargets),
+// which is a "write" leaf's own gradient buffer where that leaf is reached through this one edge
+// alone; empty where there is none.
+std::unordered_map<Node*, std::vector<nd::NDArray>> leaf_buffer_offers(const std::vector<Node*>& order) {
+  std::unordered_map<Node*, int> edges;
+  for (Node* node : order) {
+    for (const auto& input : node->inputs) {
+      if (input) ++edges[input.get()];
+    }
+  }
+  std::unordered_map<Node*, std::vector<nd::NDArray>> offers;
+  for (Node* node : order) {
+    if (!node->invocation) continue;
+    for (std::size_t i = 0; i < node->inputs.size(); ++i) {
+      Node* input = node->inputs[i].get();
+      if (!input || !input->leaf || input->accumulate || edges[input] != 1) continue;
+      std::vector<nd::NDArray>& t = offers[node];
+      t.resize(node->inputs.size());
+      t[i] = input->grad;
+    }
+  }
+  return offers;
+}
+
 // Runs the gradients from root back to the leaves; each leaf's total gradient goes to on_leaf.
+// With offer_leaf_buffers, gradient functions may compute a "write" leaf's gradient straight into
+// its buffer (op::gradient_into); on_leaf then gets that buffer itself.
 template <class OnLeaf>
 void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const nd::NDArray& head_grad,
-               const OnLeaf& on_leaf) {
+               bool offer_leaf_buffers, const OnLeaf& on_leaf) {
   std::unordered_map<Node*, nd::NDArray> grads;
   grads[root.get()] = head_grad.is_none() ? nd::ones_like(head) : head_grad;
-  for (Node* node : consumers_first(root.get())) {
+  const std::vector<Node*> order = consumers_first(root.get());
+  // Not while a graph is traced: a traced gradient must not write into buffers outside the graph.
+  const auto offers = offer_leaf_buffers && !op::trace_sink() ? leaf_buffer_offers(order)
+                                                              : std::unordered_map<Node*, std::vector<nd::NDArray>>{};
+  for (Node* node : order) {
     const auto it = grads.find(node);
     if (it == grads.end()) continue;
     const nd::NDArray grad = it->second;
@@ -161,8 +192,15 @@ void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const
     }
     const std::string label = profiler::is_running() ? std::string("gradient of ") + node->op : std::string();
     const profiler::Range gradient_range(label);
-    const std::vector<nd::NDArray> input_grads =
-        node->invocation ? node->invocation->op->gradient(*node->invocation, {grad}) : node->backward(grad);
+    std::vector<nd::NDArray> input_grads;
+    if (node->invocation) {
+      const auto offer = offers.find(node);
+      const op::GradientTargets targets(node->invocation.get(),
+                                        offer == offers.end() ? std::vector<nd::NDArray>{} : offer->second);
+      input_grads = node->invocation->op->gradient(*node->invocation, {grad});
+    } else {
+      input_grads = node->backward(grad);
+    }
     for (std::size_t i = 0; i < node->inputs.size(); ++i) {
       Node* input = node->inputs[i].get();
       if (!input || i >= input_grads.size() || input_grads[i].is_none()) continue;
@@ -179,10 +217,10 @@ void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
   const profiler::Range range("autograd::backward");
   auto scope = pause(is_training());
   std::vector<std::pair<nd::NDArray, nd::NDArray>> leaf_writes;  // (gradient, the leaf's buffer)
-  propagate(root, head, head_grad, [&](Node& leaf, const nd::NDArray& grad) {
+  propagate(root, head, head_grad, true, [&](Node& leaf, const nd::NDArray& grad) {
     nd::NDArray target = leaf.grad;
     if (leaf.accumulate) target += grad;
-    else leaf_writes.emplace_back(grad, target);
+    else if (!grad.is(target)) leaf_writes.emplace_back(grad, target);  // else computed in place
   });
   write_leaves(leaf_writes);
 }
@@ -200,7 +238,7 @@ std::vector<nd::NDArray> grad(const nd::NDArray& head, const std::vector<nd::NDA
     nodes.push_back(node);
   }
   auto scope = pause(is_training());
-  propagate(root, head, head_grad, [&](Node& leaf, const nd::NDArray& g) {
+  propagate(root, head, head_grad, false, [&](Node& leaf, const nd::NDArray& g) {
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       if (nodes[i] == &leaf) out[i] = g;
     }

@@ -195,7 +195,8 @@ void cast_cpu(const ExecContext&, const Invocation& inv) {
 }
 
 std::vector<NDArray> cast_gradient(const Invocation& inv, const std::vector<NDArray>& g) {
-  return {nd::cast(g[0], inv.inputs[0].dtype())};
+  // Under amp, the cast back of a float32 weight's gradient goes straight into its buffer.
+  return {gradient_into(inv, 0, [&] { return nd::cast(g[0], inv.inputs[0].dtype()); })};
 }
 
 std::vector<std::pair<std::string, std::string>> cast_attrs(const Params& params) {

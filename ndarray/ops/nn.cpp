@@ -99,9 +99,17 @@ Grads fully_connected_gradient(const Invocation& inv, const Grads& out_grads) {
   const Shape x2 = data_2d(x.shape(), p.flatten);
   const NDArray g = g_act.reshape({x2[0], p.num_hidden});
   Grads grads(3);
-  if (p.data_grad) grads[0] = nd::dot(g, weight).reshape(x.shape());
-  if (p.weight_grad) grads[1] = nd::dot(g, x.reshape(x2), true, false);
-  if (!p.no_bias) grads[2] = nd::sum(g, 0);
+  // Each into the variable's own gradient buffer when backward offers it (op::gradient_into).
+  if (p.data_grad) {
+    const NDArray target = gradient_target(inv, 0);
+    const OutputReuse reuse(target.is_none() ? target : target.reshape(x2));
+    grads[0] = nd::dot(g, weight).reshape(x.shape());
+  }
+  if (p.weight_grad) {
+    const NDArray x_2d = x.reshape(x2);
+    grads[1] = gradient_into(inv, 1, [&] { return nd::dot(g, x_2d, true, false); });
+  }
+  if (!p.no_bias) grads[2] = gradient_into(inv, 2, [&] { return nd::sum(g, 0); });
   return grads;
 }
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <string_view>
+#include <utility>
 
 #include "ndarray/autograd_access.hpp"
 #include "ndarray/backend.hpp"
@@ -294,14 +295,55 @@ std::vector<OutputSpec>& inferred(const Invocation& inv) {
 
 }  // namespace
 
+namespace {
+
+thread_local const Invocation* targets_inv = nullptr;
+thread_local std::vector<nd::NDArray> targets;
+thread_local nd::NDArray reuse_offer;  // none: no offer
+
+// The array OutputReuse offers, taken (so that nested invocations, such as autocast's casts, and
+// later ones do not see it).
+nd::NDArray take_reuse_offer() { return std::exchange(reuse_offer, nd::NDArray()); }
+
+bool reusable(const nd::NDArray& out, const std::vector<OutputSpec>& specs, Context ctx,
+              const std::vector<nd::NDArray>& inputs) {
+  if (out.is_none() || specs.size() != 1 || out.shape() != specs[0].shape || out.dtype() != specs[0].dtype ||
+      out.context() != ctx || !out.is_contiguous()) {
+    return false;
+  }
+  for (const nd::NDArray& x : inputs) {
+    if (!x.is_none() && x.shares_memory(out)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+GradientTargets::GradientTargets(const Invocation* inv, std::vector<nd::NDArray> t)
+    : previous_inv_(std::exchange(targets_inv, inv)), previous_targets_(std::exchange(targets, std::move(t))) {}
+GradientTargets::~GradientTargets() {
+  targets_inv = previous_inv_;
+  targets = std::move(previous_targets_);
+}
+
+nd::NDArray gradient_target(const Invocation& inv, std::size_t input) {
+  if (targets_inv != &inv || input >= targets.size()) return {};
+  return targets[input];
+}
+
+OutputReuse::OutputReuse(const nd::NDArray& out) { reuse_offer = out; }
+OutputReuse::~OutputReuse() { reuse_offer = nd::NDArray(); }
+
 std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs, Params params) {
   const profiler::Range range(op.name);
+  const nd::NDArray reuse = take_reuse_offer();
   autocast_inputs(op, inputs);
   Invocation inv{&op, params, std::move(inputs), {}};
   const Context ctx = common_context(op.name, inv.inputs);
   const std::vector<OutputSpec>& specs = inferred(inv);
   inv.outputs.reserve(specs.size());
-  for (const OutputSpec& spec : specs) inv.outputs.emplace_back(spec.shape, ctx, spec.dtype);
+  if (reusable(reuse, specs, ctx, inv.inputs)) inv.outputs.push_back(reuse);
+  else for (const OutputSpec& spec : specs) inv.outputs.emplace_back(spec.shape, ctx, spec.dtype);
   run(inv, ctx);
   if (TraceSink* sink = trace_sink()) sink->record(inv);
   if (!should_record(inv)) return std::move(inv.outputs);

@@ -904,6 +904,60 @@ BOOST_AUTO_TEST_CASE(astype_passes_the_gradient_back_in_the_source_dtype) {
   });
 }
 
+// FullyConnected and Convolution compute a "write" variable's gradient straight into its buffer
+// (op::gradient_into): the values are autograd::grad's (fresh arrays, no buffer written), the
+// buffers stay the same, and a head gradient that is itself one of those buffers is read before
+// that buffer is overwritten.
+BOOST_AUTO_TEST_CASE(gradients_written_into_the_variables_buffers_match_fresh_ones) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const auto run = [&](const std::function<nd::NDArray(const std::vector<nd::NDArray>&)>& f,
+                         std::vector<nd::NDArray> vars, const nd::NDArray& head) {
+      for (nd::NDArray& v : vars) v.attach_grad();
+      std::vector<nd::NDArray> fresh;
+      {
+        auto scope = ag::record();
+        fresh = ag::grad(f(vars), vars, head);
+      }
+      for (const nd::NDArray& v : vars) BOOST_TEST(nd::abs(v.grad()).sum().asscalar<double>() == 0.0);
+      std::vector<const void*> buffers;
+      for (const nd::NDArray& v : vars) buffers.push_back(v.grad().data());
+      // Twice: the second head gradient is the weight's own gradient buffer, holding head.
+      for (int pass = 0; pass < 2; ++pass) {
+        nd::NDArray h = head;
+        if (pass == 1) {
+          nd::NDArray w_grad = vars[1].grad();
+          h = head.copyto(w_grad);
+        }
+        {
+          auto scope = ag::record();
+          const nd::NDArray y = f(vars);
+          y.backward(h);
+        }
+        for (std::size_t i = 0; i < vars.size(); ++i) {
+          BOOST_TEST_CONTEXT("pass " << pass << ", variable " << i) {
+            BOOST_TEST(vars[i].grad().data() == buffers[i]);
+            BOOST_TEST(vars[i].grad().asvector<float>() == fresh[i].asvector<float>(), tt::per_element());
+          }
+        }
+      }
+    };
+    // (3, 3) data, weight and output, so that the head gradient fits the weight's buffer.
+    const Values nine = {0.5, -1, 2, 1.5, 0.25, -0.75, 3, -2, 1};
+    run([](const std::vector<nd::NDArray>& v) { return nd::FullyConnected(v[0], v[1], v[2], 3); },
+        {nd::array(nine, {3, 3}, ctx), nd::array(Values{1, 0.5, -1, 2, -0.5, 0.25, -1.5, 1, 0.75}, {3, 3}, ctx),
+         nd::array(Values{0.1, -0.2, 0.3}, {3}, ctx)},
+        nd::array(Values{1, -1, 0.5, 2, 0.25, -0.5, 1.5, -2, 3}, {3, 3}, ctx));
+    // A 3x3 convolution of (1, 1, 5, 5) into (1, 1, 3, 3): its head gradient fits the (1, 1, 3, 3) weight.
+    Values x25(25);
+    for (std::size_t i = 0; i < x25.size(); ++i) x25[i] = std::sin(0.7 * static_cast<double>(i));
+    run([](const std::vector<nd::NDArray>& v) {
+          return nd::Convolution(v[0], v[1], v[2], {.kernel = {3, 3}, .num_filter = 1});
+        },
+        {nd::array(x25, {1, 1, 5, 5}, ctx), nd::array(nine, {1, 1, 3, 3}, ctx), nd::array(Values{0.5}, {1}, ctx)},
+        nd::array(Values{1, -1, 0.5, 2, 0.25, -0.5, 1.5, -2, 3}, {1, 1, 3, 3}, ctx));
+  });
+}
+
 BOOST_AUTO_TEST_CASE(head_gradient_checks_come_in_the_order_of_the_ops) {
   // As the binary ops: the context first, then the dtype, then the shape; each error names both
   // arrays, and no gradient is written.
