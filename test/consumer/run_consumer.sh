@@ -1,10 +1,10 @@
 #!/bin/bash
-# run_consumer.sh MODE SOURCE_ROOT BUILD_DIR CUDA(enabled|disabled)
+# run_consumer.sh MODE SOURCE_ROOT BUILD_DIR CUDA(enabled|disabled) [CONSUMER_FLAGS]
 #   MODE=subproject: builds test/consumer with ndgluon as subprojects/ndgluon, runs it.
 #   MODE=pkgconfig:  installs BUILD_DIR into a scratch prefix and builds the consumer with plain
 #                    g++ and `pkg-config --cflags --libs ndgluon`, then runs it.
 set -euo pipefail
-mode=$1 src=$(readlink -f "$2") build=$(readlink -f "$3") cuda=$4
+mode=$1 src=$(readlink -f "$2") build=$(readlink -f "$3") cuda=$4 consumer_flags=${5:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 case $mode in
@@ -34,8 +34,8 @@ case $mode in
     xargs -P 2 -I{} sh -c 'echo "#include <{}>" | g++ -std=c++20 -fsyntax-only -x c++ - $0 ||
       { echo "installed header {} does not compile alone"; exit 255; }' "$(pkg-config --define-variable=prefix="$root" --cflags ndgluon)" \
       < "$work/headers.txt"
-    echo "g++ main.cpp $flags"
-    g++ -std=c++20 "$src/test/consumer/main.cpp" -o "$work/consumer" $flags
+    echo "g++ main.cpp $flags $consumer_flags"
+    g++ -std=c++20 $consumer_flags "$src/test/consumer/main.cpp" -o "$work/consumer" $flags
     LD_LIBRARY_PATH="$(dirname "$(find "$root" -name 'libndgluon.so' | head -1)")" "$work/consumer"
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
