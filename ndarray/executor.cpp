@@ -9,6 +9,7 @@
 #include "ndarray/buffer_access.hpp"
 #include "ndarray/creation.hpp"
 #include "ndarray/describe.hpp"
+#include "ndarray/ops/fused.hpp"
 #include "ndarray/ops/reshape_kernels.hpp"
 #include "ndarray/ops/trace.hpp"
 
@@ -99,6 +100,9 @@ void Executor::plan(const std::vector<NDArray>& bound) {
   capture_tried_ = false;
   values_.assign(n, {});
   steps_.clear();
+  fused_programs_.clear();
+  std::vector<op::StepUse> uses;  // per step, for fusion
+  bool view_since_step = false;
   // The last node that reads each entry (INT_MAX: read after the run, by the caller or a backward
   // graph; the node itself: read by none).
   std::vector<std::vector<int>> last_use(n);
@@ -147,6 +151,7 @@ void Executor::plan(const std::vector<NDArray>& bound) {
     };
     if (node.op->mode && !node.op->mode(inv.params, training_)) {
       alias(0, inv.inputs.at(0), node.inputs.at(0));  // the identity in this mode
+      view_since_step = true;
     } else {
       specs.clear();
       try {
@@ -156,6 +161,7 @@ void Executor::plan(const std::vector<NDArray>& bound) {
       }
       if (is_view_op(node.op) && inv.inputs[0].is_contiguous()) {
         alias(0, inv.inputs[0].reshape(specs.at(0).shape), node.inputs.at(0));
+        view_since_step = true;
       } else {
         for (std::size_t j = 0; j < specs.size(); ++j) {
           const std::size_t id =
@@ -167,6 +173,10 @@ void Executor::plan(const std::vector<NDArray>& bound) {
         }
         values_[i] = inv.outputs;
         steps_.push_back(std::move(inv));
+        int read_until = static_cast<int>(i);
+        for (const int use : last_use[i]) read_until = std::max(read_until, use);
+        uses.push_back({static_cast<int>(i), read_until, view_since_step});
+        view_since_step = false;
       }
     }
     // Entries whose last reader is this node (or that none reads) give their blocks back.
@@ -183,6 +193,9 @@ void Executor::plan(const std::vector<NDArray>& bound) {
       const bool unread = j >= last_use[i].size() || last_use[i][j] == static_cast<int>(i);
       if (block_of[i][j] >= 0 && unread) pool.release(static_cast<std::size_t>(block_of[i][j]));
     }
+  }
+  if (options_.fuse == Options::Fuse::always || (options_.fuse == Options::Fuse::gpu && ctx_.is_gpu())) {
+    op::fuse_elementwise(steps_, uses, fused_programs_);
   }
   planned_bytes_ = pool.total;
   // Heads returned as planned: those with a contiguous pool buffer of their own.

@@ -28,6 +28,9 @@
 namespace mx {
 class CapturedWork;
 }
+namespace mx::op {
+struct FusedProgram;
+}
 
 namespace mx::graph {
 
@@ -43,6 +46,9 @@ class Executor {
     // false: run() returns the heads' planned arrays themselves (where a head has a buffer of its
     // own), not copies; the next run overwrites them. heads_in_use() says whether one is still held.
     bool copy_heads = true;
+    // Runs of small elementwise steps replayed as one kernel each (ndarray/ops/fused.hpp): on GPUs,
+    // where each launch costs more than such a step's work; `always` fuses on cpu(0) too.
+    enum class Fuse { off, gpu, always } fuse = Fuse::gpu;
   };
 
   // g, run in training or prediction mode (`training`: the mode its BatchNorm and Dropout run in),
@@ -72,6 +78,8 @@ class Executor {
   bool captured() const { return captured_ != nullptr; }
   // Bytes of the planned buffers (the feeds' and the intermediates', not the bound arrays').
   std::size_t planned_bytes() const { return planned_bytes_; }
+  // The steps a replay runs (kernels, fused runs counting once), once planned.
+  std::size_t steps() const { return steps_.size(); }
 
  private:
   void plan(const std::vector<nd::NDArray>& bound);
@@ -87,6 +95,7 @@ class Executor {
   Context ctx_;
   std::vector<std::vector<nd::NDArray>> values_;
   std::vector<op::Invocation> steps_;
+  std::vector<std::unique_ptr<op::FusedProgram>> fused_programs_;  // what fused steps point to
   std::size_t planned_bytes_ = 0;
   bool capturable_ = false, capture_tried_ = false;
   // Where the steps read the feeds' buffers, for replays that read the inputs directly.

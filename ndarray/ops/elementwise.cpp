@@ -174,7 +174,6 @@ void scalar_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
 // --- gradients ------------------------------------------------------------------------------------
 
 const OpDef& binary_backward_op(BinaryOp op);
-const OpDef& scalar_backward_op(BinaryOp op);
 
 template <UnaryOp op>
 Grads unary_gradient(const Invocation& inv, const Grads& g) {
@@ -281,7 +280,6 @@ const std::array<OpDef, kBinary>& scalar_backward_defs() {
 }
 
 const OpDef& binary_backward_op(BinaryOp op) { return binary_backward_defs()[static_cast<std::size_t>(op)]; }
-const OpDef& scalar_backward_op(BinaryOp op) { return scalar_backward_defs()[static_cast<std::size_t>(op)]; }
 
 // Every op of the family is in the registry from the start (find_op, graph import).
 [[maybe_unused]] const bool family_registered = (unary_defs(), unary_backward_defs(), binary_defs(),
@@ -353,6 +351,7 @@ const OpDef& activation_op() {
 
 const OpDef& unary_backward_op(UnaryOp op) { return unary_backward_defs()[static_cast<std::size_t>(op)]; }
 const OpDef& unary_op(UnaryOp op) { return unary_defs()[static_cast<std::size_t>(op)]; }
+const OpDef& scalar_backward_op(BinaryOp op) { return scalar_backward_defs()[static_cast<std::size_t>(op)]; }
 const OpDef& binary_op(BinaryOp op) { return binary_defs()[static_cast<std::size_t>(op)]; }
 const OpDef& scalar_op(BinaryOp op) { return scalar_defs()[static_cast<std::size_t>(op)]; }
 

@@ -18,6 +18,8 @@ const OpDef& binary_op(BinaryOp op);
 const OpDef& scalar_op(BinaryOp op);
 // inputs g, x, y -> g * dy/dx (activations take x = y: their derivatives are written from y).
 const OpDef& unary_backward_op(UnaryOp op);
+// inputs g, a, y -> g * dy/da of `a op scalar` (or `scalar op a`).
+const OpDef& scalar_backward_op(BinaryOp op);
 
 // How a binary invocation reads its operands: a, b broadcast to the output (forward), or to the
 // gradient's shape (inputs g, a, b, y of the backward).

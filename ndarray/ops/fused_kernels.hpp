@@ -1,0 +1,79 @@
+#pragma once
+// One element of a fused elementwise program (ndarray/ops/fused.hpp), for the CPU loop and the
+// CUDA kernel alike: each instruction calls the functor of the op it stands for. Internal.
+#include "ndarray/ops/elementwise_functors.hpp"
+#include "ndarray/ops/fused.hpp"
+
+namespace mx::op {
+
+NDG_HD float fused_unary(UnaryOp op, float x) {
+  switch (op) {
+#define NDG_FUSED_CASE(NAME, ...) \
+  case UnaryOp::NAME: return UnaryForward<UnaryOp::NAME>{}(x);
+    NDG_UNARY_OPS(NDG_FUSED_CASE)
+#undef NDG_FUSED_CASE
+    default: return 0;
+  }
+}
+
+NDG_HD float fused_unary_backward(UnaryOp op, float g, float x, float y) {
+  switch (op) {
+#define NDG_FUSED_CASE(NAME, ...) \
+  case UnaryOp::NAME: return UnaryBackward<UnaryOp::NAME>{}(g, x, y);
+    NDG_UNARY_OPS(NDG_FUSED_CASE)
+#undef NDG_FUSED_CASE
+    default: return 0;
+  }
+}
+
+NDG_HD float fused_binary(BinaryOp op, float a, float b) {
+  switch (op) {
+#define NDG_FUSED_CASE(NAME, ...) \
+  case BinaryOp::NAME: return BinaryForward<BinaryOp::NAME>{}(a, b);
+    NDG_BINARY_OPS(NDG_FUSED_CASE)
+#undef NDG_FUSED_CASE
+    default: return 0;
+  }
+}
+
+NDG_HD float fused_scalar(BinaryOp op, float a, float scalar, bool reverse) {
+  switch (op) {
+#define NDG_FUSED_CASE(NAME, ...) \
+  case BinaryOp::NAME: return ScalarForward<BinaryOp::NAME, float>{scalar, reverse}(a);
+    NDG_BINARY_OPS(NDG_FUSED_CASE)
+#undef NDG_FUSED_CASE
+    default: return 0;
+  }
+}
+
+NDG_HD float fused_scalar_backward(BinaryOp op, float g, float a, float y, float scalar, bool reverse) {
+  switch (op) {
+#define NDG_FUSED_CASE(NAME, ...) \
+  case BinaryOp::NAME: return ScalarBackward<BinaryOp::NAME, float>{scalar, reverse}(g, a, y);
+    NDG_BINARY_OPS(NDG_FUSED_CASE)
+#undef NDG_FUSED_CASE
+    default: return 0;
+  }
+}
+
+// v: the slots, the inputs' elements filled in; the instructions' results are written after them.
+NDG_HD void fused_run(const FusedProgram& p, float* v) {
+  for (int j = 0; j < p.instrs; ++j) {
+    const FusedInstr& in = p.code[j];
+    float r = 0;
+    switch (in.kind) {
+      case FusedInstr::unary: r = fused_unary(static_cast<UnaryOp>(in.op), v[in.a]); break;
+      case FusedInstr::binary: r = fused_binary(static_cast<BinaryOp>(in.op), v[in.a], v[in.b]); break;
+      case FusedInstr::scalar: r = fused_scalar(static_cast<BinaryOp>(in.op), v[in.a], in.constant, in.reverse); break;
+      case FusedInstr::unary_backward:
+        r = fused_unary_backward(static_cast<UnaryOp>(in.op), v[in.a], v[in.b], v[in.c]);
+        break;
+      case FusedInstr::scalar_backward:
+        r = fused_scalar_backward(static_cast<BinaryOp>(in.op), v[in.a], v[in.b], v[in.c], in.constant, in.reverse);
+        break;
+    }
+    v[p.inputs + j] = r;
+  }
+}
+
+}  // namespace mx::op
