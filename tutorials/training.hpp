@@ -270,15 +270,12 @@ inline void plot(const std::string& csv, const std::vector<Model>& models) {
 
 // Trains each model that o.model selects, in the order of `models`; returns the exit code.
 inline int train(const Options& o, const std::vector<Model>& models) {
-  mx::random::seed(0);
   std::printf("training on");
   for (mx::Context ctx : o.ctxs) {
     std::printf(" %s%s", ctx.str().c_str(), ctx.is_gpu() ? (" (" + mx::gpu_name(ctx.device_id()) + ")").c_str() : "");
   }
   std::printf("%s\n", o.ctxs.size() > 1 ? ", data-parallel" : "");
   gdata::FashionMNIST train_set(true, o.data_dir, o.subset), test_set(false, o.data_dir, o.subset);
-  gdata::DataLoader train(train_set, o.batch_size, true, "keep", gdata::to_tensor);
-  gdata::DataLoader test(test_set, o.batch_size, false, "keep", gdata::to_tensor);
   std::FILE* csv = std::fopen(o.csv.c_str(), "w");  // opened before training: a bad path fails now
   if (!csv) {
     std::fprintf(stderr, "error: cannot write the curves to %s: %s\n", o.csv.c_str(), std::strerror(errno));
@@ -288,6 +285,10 @@ inline int train(const Options& o, const std::vector<Model>& models) {
   std::vector<std::pair<std::string, double>> final_test_acc;  // {Model::report, accuracy}
   for (const Model& model : models) {
     if (o.model != "both" && o.model != model.key) continue;
+    // Each model from seed 0 with loaders of its own: trained alone or after another, the same.
+    mx::random::seed(0);
+    gdata::DataLoader train(train_set, o.batch_size, true, "keep", gdata::to_tensor);
+    gdata::DataLoader test(test_set, o.batch_size, false, "keep", gdata::to_tensor);
     nn::Sequential net = model.make();
     net.initialize(*model.init, o.ctxs);
     const double lr = o.lr.value_or(model.lr);
