@@ -211,4 +211,19 @@ bool gemm_bias_relu(const ExecContext& ec, DType dt, const GemmArgs& g, const vo
   return true;
 }
 
+bool gemm_bias_grad(const ExecContext& ec, DType dt, const GemmArgs& g, const void* a, const void* b, void* c,
+                    void* bias_grad) {
+  // In cuBLASLt's column-major terms the product is x · gᵀ with g the second operand, transposed:
+  // BGRADB reduces that operand over k, the rows, into one value per column of the result.
+  if (g.k == 0 || g.batch != 1 || g.alpha != 1.0 || g.beta != 0.0 || !g.trans_a || g.trans_b ||
+      alignment_of(bias_grad) < 16) {
+    return false;
+  }
+  LtPlan& plan = lt_plan(ec, dt, g, a, b, c, CUBLASLT_EPILOGUE_BGRADB);
+  if (!plan.usable) return false;
+  NDG_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_grad, sizeof bias_grad));
+  lt_matmul(ec, dt, g, plan, a, b, c);
+  return true;
+}
+
 }  // namespace mx::op::gpu

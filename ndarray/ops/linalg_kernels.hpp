@@ -42,6 +42,11 @@ void gemm(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, 
 // where cuBLASLt has no such algorithm for the case: the caller then adds them itself.
 bool gemm_bias_relu(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, const void* b, void* c,
                     const void* bias, bool relu);
+// c = op(a) · op(b) with a transposed (a weight's gradient gᵀ · x), and bias_grad = the sums of a's
+// stored rows' elements per column (the bias's gradient: g summed over its rows), in one cuBLASLt
+// call with its BGRADB epilogue. False, with nothing queued, where cuBLASLt has no such algorithm.
+bool gemm_bias_grad(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, const void* b, void* c,
+                    void* bias_grad);
 }
 
 }  // namespace mx::op

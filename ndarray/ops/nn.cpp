@@ -16,6 +16,7 @@
 #include "ndarray/ops/linalg_kernels.hpp"
 #include "ndarray/ops/nn_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"
+#include "ndarray/ops/reduce_kernels.hpp"
 #include "ndarray/reduce.hpp"
 
 namespace mx::op {
@@ -105,12 +106,33 @@ Grads fully_connected_gradient(const Invocation& inv, const Grads& out_grads) {
     const OutputReuse reuse(target.is_none() ? target : target.reshape(x2));
     grads[0] = nd::dot(g, weight).reshape(x.shape());
   }
+  if (p.weight_grad && !p.no_bias) {  // both from one op (one cuBLASLt call on a GPU)
+    const OutputReuse reuse({gradient_target(inv, 1), gradient_target(inv, 2)});
+    std::vector<NDArray> both = invoke(fully_connected_weight_grad_op(), {g, x.reshape(x2)});
+    grads[1] = std::move(both[0]);
+    grads[2] = std::move(both[1]);
+    return grads;
+  }
   if (p.weight_grad) {
     const NDArray x_2d = x.reshape(x2);
     grads[1] = gradient_into(inv, 1, [&] { return nd::dot(g, x_2d, true, false); });
   }
   if (!p.no_bias) grads[2] = gradient_into(inv, 2, [&] { return nd::sum(g, 0); });
   return grads;
+}
+
+// --- _backward_FullyConnected_weight: the weight's and the bias's gradients -------------------------
+
+void fully_connected_weight_grad_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const char* op = "_backward_FullyConnected_weight";
+  const NDArray &g = inv.inputs[0], &x = inv.inputs[1];
+  nd::check_floating(op, g);
+  nd::check_same_dtype(op, g, x);
+  if (g.ndim() != 2 || x.ndim() != 2 || g.shape()[0] != x.shape()[0]) {
+    throw ShapeError(std::string(op) + ": gradient " + nd::describe(g) + " and data " + nd::describe(x) +
+                     " must be (rows, num_hidden) and (rows, in)");
+  }
+  out = {{Shape{g.shape()[1], x.shape()[1]}, g.dtype()}, {Shape{g.shape()[1]}, g.dtype()}};
 }
 
 // --- the registered op -----------------------------------------------------------------------------
@@ -357,6 +379,30 @@ const OpDef& fully_connected_op() {
                          &fully_connected_parse, false, nullptr, 3, false, &fully_connected_input_grads};
   static const OpDef& reg = register_op(def);
   return reg;
+}
+
+const OpDef& fully_connected_weight_grad_op() {
+  static const OpDef def{"_backward_FullyConnected_weight", &fully_connected_weight_grad_infer,
+                         &fully_connected_weight_grad_unfused, NDG_GPU_KERNEL(gpu::fully_connected_weight_grad),
+                         nullptr};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+// dW (num_hidden, in) = gᵀ · x
+GemmArgs fully_connected_weight_grad_gemm(const Invocation& inv) {
+  GemmArgs args;
+  args.trans_a = true;
+  args.m = inv.outputs[0].shape()[0];
+  args.n = inv.outputs[0].shape()[1];
+  args.k = inv.inputs[0].shape()[0];
+  return args;
+}
+
+void fully_connected_weight_grad_unfused(const ExecContext& ec, const Invocation& inv) {
+  const NDArray &g = inv.inputs[0], &x = inv.inputs[1], &dw = inv.outputs[0], &db = inv.outputs[1];
+  if (dw.size() > 0) gemm(ec, g.dtype(), fully_connected_weight_grad_gemm(inv), g.data(), x.data(), dw.data());
+  run_kernel(Invocation{&reduce_op(ReduceOp::sum), ReduceParams{ReduceOp::sum, 0, true, false}, {g}, {db}});
 }
 
 GemmArgs fully_connected_gemm(const Invocation& inv) {

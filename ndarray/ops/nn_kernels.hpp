@@ -32,6 +32,13 @@ void fully_connected_product(const ExecContext& ec, const Invocation& inv);
 struct GemmArgs;
 GemmArgs fully_connected_gemm(const Invocation& inv);  // y = x · weightᵀ as a GEMM
 
+// _backward_FullyConnected_weight: inputs g (rows, num_hidden) and x (rows, in), outputs the
+// weight's gradient gᵀ · x and the bias's, the column sums of g. On a GPU one cuBLASLt call makes
+// both where it can (gpu::fully_connected_weight_grad); elsewhere the product, then the sums.
+const OpDef& fully_connected_weight_grad_op();
+GemmArgs fully_connected_weight_grad_gemm(const Invocation& inv);
+void fully_connected_weight_grad_unfused(const ExecContext& ec, const Invocation& inv);
+
 // The identity, for FullyConnected without an activation.
 struct Identity {
   template <class T> NDG_HD T operator()(T x) const { return x; }
@@ -116,6 +123,7 @@ struct LeakyReLUBackward {
 
 namespace gpu {
 void fully_connected(const ExecContext& ec, const Invocation& inv);
+void fully_connected_weight_grad(const ExecContext& ec, const Invocation& inv);
 void dropout(const ExecContext& ec, const Invocation& inv);
 void leaky_relu(const ExecContext& ec, const Invocation& inv);
 void leaky_relu_backward(const ExecContext& ec, const Invocation& inv);

@@ -299,16 +299,15 @@ namespace {
 
 thread_local const Invocation* targets_inv = nullptr;
 thread_local std::vector<nd::NDArray> targets;
-thread_local nd::NDArray reuse_offer;  // none: no offer
+thread_local std::vector<nd::NDArray> reuse_offer;  // empty: no offer
 
 // The array OutputReuse offers, taken (so that nested invocations, such as autocast's casts, and
 // later ones do not see it).
-nd::NDArray take_reuse_offer() { return std::exchange(reuse_offer, nd::NDArray()); }
+std::vector<nd::NDArray> take_reuse_offer() { return std::exchange(reuse_offer, {}); }
 
-bool reusable(const nd::NDArray& out, const std::vector<OutputSpec>& specs, Context ctx,
-              const std::vector<nd::NDArray>& inputs) {
-  if (out.is_none() || specs.size() != 1 || out.shape() != specs[0].shape || out.dtype() != specs[0].dtype ||
-      out.context() != ctx || !out.is_contiguous()) {
+bool reusable(const nd::NDArray& out, const OutputSpec& spec, Context ctx, const std::vector<nd::NDArray>& inputs) {
+  if (out.is_none() || out.shape() != spec.shape || out.dtype() != spec.dtype || out.context() != ctx ||
+      !out.is_contiguous()) {
     return false;
   }
   for (const nd::NDArray& x : inputs) {
@@ -331,19 +330,22 @@ nd::NDArray gradient_target(const Invocation& inv, std::size_t input) {
   return targets[input];
 }
 
-OutputReuse::OutputReuse(const nd::NDArray& out) { reuse_offer = out; }
-OutputReuse::~OutputReuse() { reuse_offer = nd::NDArray(); }
+OutputReuse::OutputReuse(std::vector<nd::NDArray> outs) { reuse_offer = std::move(outs); }
+OutputReuse::~OutputReuse() { reuse_offer.clear(); }
 
 std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs, Params params) {
   const profiler::Range range(op.name);
-  const nd::NDArray reuse = take_reuse_offer();
+  const std::vector<nd::NDArray> reuse = take_reuse_offer();
   autocast_inputs(op, inputs);
   Invocation inv{&op, params, std::move(inputs), {}};
   const Context ctx = common_context(op.name, inv.inputs);
   const std::vector<OutputSpec>& specs = inferred(inv);
   inv.outputs.reserve(specs.size());
-  if (reusable(reuse, specs, ctx, inv.inputs)) inv.outputs.push_back(reuse);
-  else for (const OutputSpec& spec : specs) inv.outputs.emplace_back(spec.shape, ctx, spec.dtype);
+  const bool offered = reuse.size() == specs.size();
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (offered && reusable(reuse[i], specs[i], ctx, inv.inputs)) inv.outputs.push_back(reuse[i]);
+    else inv.outputs.emplace_back(specs[i].shape, ctx, specs[i].dtype);
+  }
   run(inv, ctx);
   if (TraceSink* sink = trace_sink()) sink->record(inv);
   if (!should_record(inv)) return std::move(inv.outputs);

@@ -194,12 +194,14 @@ class GradientTargets {
   std::vector<nd::NDArray> previous_targets_;
 };
 
-// While alive, the next invoke() on this thread computes its output into `out` (MXNet's out=) if
-// it has one output of out's shape, dtype and context and no input shares out's memory; otherwise
-// it allocates as usual. Either way the offer is used up by that invoke.
+// While alive, the next invoke() on this thread computes its outputs into `outs` (MXNet's out=),
+// one per output (a none array: allocated as usual), where each given one has the output's shape,
+// dtype and context and shares no input's memory; otherwise it allocates as usual. Either way the
+// offer is used up by that invoke.
 class OutputReuse {
  public:
-  explicit OutputReuse(const nd::NDArray& out);
+  explicit OutputReuse(const nd::NDArray& out) : OutputReuse(std::vector<nd::NDArray>{out}) {}
+  explicit OutputReuse(std::vector<nd::NDArray> outs);
   ~OutputReuse();
   OutputReuse(const OutputReuse&) = delete;
   OutputReuse& operator=(const OutputReuse&) = delete;

@@ -176,6 +176,8 @@ const std::array<OpDef, static_cast<std::size_t>(ReduceOp::count)> reduce_defs{
 
 }  // namespace
 
+const OpDef& reduce_op(ReduceOp op) { return reduce_defs[static_cast<std::size_t>(op)]; }
+
 ReduceShape reduce_shape(const Invocation& inv) {
   const auto& p = inv.params.as<ReduceParams>();
   const Shape& shape = inv.inputs[0].shape();

@@ -18,6 +18,9 @@ struct ReduceParams {
 // along.
 ReduceShape around_axis(const Shape& shape, int axis);
 
+// The registered reduction (sum, max, ...), for ops that run one as part of their own kernel.
+const OpDef& reduce_op(ReduceOp op);
+
 // The input as (outer, length, inner) around the reduced axis; length is every element when the
 // reduction has no axis.
 ReduceShape reduce_shape(const Invocation& inv);
