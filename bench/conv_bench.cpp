@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include <gluon/amp.hpp>
 #include <gluon/loss.hpp>
 #include <gluon/nn.hpp>
 #include <gluon/trainer.hpp>
@@ -150,6 +151,35 @@ int main(int argc, char** argv) {
     with_bias.raw = 0;
     with_bias.target = 0;
     rows.push_back(with_bias);
+  }
+
+  {
+    // The same convolution channels last (NHWC data, OHWI weight) in bfloat16 under amp::autocast:
+    // float32 data and weight cast each step, as PyTorch's channels_last autocast does.
+    nd::NDArray x = nd::random::uniform(-1, 1, {64, 56, 56, 64}, gpu0);
+    nd::NDArray w = nd::random::uniform(-0.1, 0.1, {64, 3, 3, 64}, gpu0);
+    const nd::NDArray g16 = nd::random::uniform(-1, 1, {64, 56, 56, 64}, gpu0).astype(mx::DType::bfloat16);
+    x.attach_grad();
+    w.attach_grad();
+    const double t = bench::median_seconds([&] {
+      nd::NDArray y;
+      {
+        auto recording = mx::autograd::record();
+        auto amp = mx::amp::autocast(mx::DType::bfloat16);
+        y = nd::Convolution(x, w, {}, {.kernel = {3, 3}, .pad = {1, 1}, .num_filter = 64, .no_bias = true,
+                                       .layout = "NHWC"});
+      }
+      y.backward(g16);
+    }, nd_sync, 20);
+    bench::Row row;
+    row.name = "Conv2d 3x3 64->64, (64, 56, 56, 64) NHWC, fwd+bwd, no bias, bfloat16 autocast";
+    row.peer_key = "conv2d_nhwc_bf16_fwd_bwd";
+    row.metric = "TFLOP/s";
+    row.work = 3 * 2.0 * 64 * 64 * 64 * 9 * 56 * 56;
+    row.unit = 1e12;
+    row.ndgluon = row.from_seconds(t);
+    row.peer_target = 1.0;
+    rows.push_back(row);
   }
 
   {

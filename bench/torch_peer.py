@@ -144,6 +144,18 @@ def conv():
 
     conv2d = torch.nn.Conv2d(64, 64, 3, padding=1, bias=True).to(dev)
     print("conv2d_fwd_bwd", median_seconds(fwd_bwd(conv2d, (64, 64, 56, 56)), 20))
+    # channels last, bfloat16 autocast, no bias (float32 data and weight cast each step)
+    x_last = torch.rand(64, 64, 56, 56, device=dev).to(memory_format=torch.channels_last).requires_grad_()
+    conv_last = torch.nn.Conv2d(64, 64, 3, padding=1, bias=False).to(dev).to(memory_format=torch.channels_last)
+    g_last = torch.rand(64, 64, 56, 56, device=dev, dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+
+    def step_last():
+        conv_last.zero_grad(set_to_none=True)
+        x_last.grad = None
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            y = conv_last(x_last)
+        y.backward(g_last)
+    print("conv2d_nhwc_bf16_fwd_bwd", median_seconds(step_last, 20))
     batch_norm = torch.nn.BatchNorm2d(64).to(dev).train()
     print("batchnorm_fwd_bwd", median_seconds(fwd_bwd(batch_norm, (64, 64, 56, 56)), 50))
     max_pool = torch.nn.MaxPool2d(2, 2)

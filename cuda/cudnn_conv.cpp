@@ -31,7 +31,9 @@ constexpr std::size_t kMaxPlans = 12;  // candidates timed per key
 constexpr int kTimedRuns = 3;          // after one warm-up; the best is kept
 
 // Engines whose results would differ from the CPU reference by more than float rounding: TF32
-// tensor cores, inputs converted down, reduced-precision sums.
+// tensor cores, inputs converted down, reduced-precision sums. Tensor cores are what float16 and
+// bfloat16 data is meant for (they multiply 16-bit values exactly and sum in float32): allowed
+// for those.
 constexpr std::pair<cudnnBackendNumericalNote_t, const char*> kExcludedNotes[] = {
     {CUDNN_NUMERICAL_NOTE_TENSOR_CORE, "tensor cores"},
     {CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS, "down-converted inputs"},
@@ -181,9 +183,20 @@ std::string describe(op::ConvPass pass, const op::ConvGeometry& g) {
          dims_string(l.pad) + " dilation" + dims_string(l.dilation);
 }
 
-std::vector<std::int64_t> packed_strides(const std::vector<std::int64_t>& dims) {
+// Strides of dims (N, C, spatial...) stored row-major in that order, or channels last: (N,
+// spatial..., C) in memory, as NHWC data and OHWI weights are.
+std::vector<std::int64_t> packed_strides(const std::vector<std::int64_t>& dims, bool channels_last) {
   std::vector<std::int64_t> strides(dims.size(), 1);
-  for (std::size_t i = dims.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
+  if (!channels_last) {
+    for (std::size_t i = dims.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
+    return strides;
+  }
+  std::int64_t step = dims[1];  // C is innermost
+  for (std::size_t i = dims.size() - 1; i >= 2; --i) {
+    strides[i] = step;
+    step *= dims[i];
+  }
+  strides[0] = step;
   return strides;
 }
 
@@ -193,9 +206,10 @@ struct Graph {
   Descriptor convolution{CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR};
   Descriptor operation;
   Descriptor graph{CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR};
+  DType dtype;
 
   Graph(cudnnHandle_t handle, op::ConvPass pass, const op::ConvGeometry& g, std::int64_t alignment)
-      : operation(info(pass).operation) {
+      : operation(info(pass).operation), dtype(g.dtype) {
     const PassInfo& p = info(pass);
     const Layout l(g);
     // The tensors in the dtype; the arithmetic in float (double for float64): 16-bit data runs on
@@ -208,7 +222,7 @@ struct Graph {
     const auto set_tensor = [&](Descriptor& tensor, std::int64_t uid, const std::vector<std::int64_t>& dims) {
       tensor.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, &type)
           .set(CUDNN_ATTR_TENSOR_DIMENSIONS, dims)
-          .set(CUDNN_ATTR_TENSOR_STRIDES, packed_strides(dims))
+          .set(CUDNN_ATTR_TENSOR_STRIDES, packed_strides(dims, g.channels_last))
           .set(CUDNN_ATTR_TENSOR_UNIQUE_ID, uid)
           .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, alignment)
           .finalize();
@@ -266,7 +280,7 @@ struct EngineInfo {
   std::string name;
   std::string excluded;  // "" when none
 };
-EngineInfo engine_info(const Descriptor& config) {
+EngineInfo engine_info(const Descriptor& config, bool sixteen_bit) {
   Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
   cudnnBackendDescriptor_t raw = engine.get();
   std::int64_t index = -1;
@@ -292,6 +306,7 @@ EngineInfo engine_info(const Descriptor& config) {
   for (std::int64_t i = 0; i < note_count; ++i) {
     const auto exclude = [&](const char* why) { result.excluded += (result.excluded.empty() ? "" : ", ") + std::string(why); };
     for (const auto& [note, name] : kExcludedNotes) {
+      if (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && sixteen_bit) continue;
       if (notes[static_cast<std::size_t>(i)] == note) exclude(name);
     }
     if (notes[static_cast<std::size_t>(i)] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC && enforce_determinism()) {
@@ -319,7 +334,7 @@ std::vector<Plan> candidate_plans(cudnnHandle_t handle, const std::shared_ptr<co
 
     for (std::int64_t i = 0; i < count && plans.size() < kMaxPlans; ++i) {
       Descriptor& config = configs.owned[static_cast<std::size_t>(i)];
-      EngineInfo engine = engine_info(config);
+      EngineInfo engine = engine_info(config, is_half(graph->dtype));
       bool seen = false;
       for (const Plan& p : plans) seen |= p.engine == engine.name;
       if (seen) continue;
@@ -458,13 +473,13 @@ std::int64_t alignment_of(const std::array<const void*, 3>& operands) {
   return static_cast<std::int64_t>(bits & (~bits + 1));
 }
 
-// What a plan is chosen for: pass, dtype, alignment and every extent of the geometry.
-using Key = std::array<std::int64_t, 26>;
+// What a plan is chosen for: pass, dtype, alignment, layout and every extent of the geometry.
+using Key = std::array<std::int64_t, 27>;
 Key key_of(op::ConvPass pass, const op::ConvGeometry& g, std::int64_t alignment) {
   const op::Window& w = g.window;
   Key key{static_cast<std::int64_t>(pass), static_cast<std::int64_t>(g.dtype), alignment, w.spatial,
-          g.batch, g.in_channels, g.out_channels, g.groups};
-  std::size_t i = 8;
+          g.batch, g.in_channels, g.out_channels, g.groups, g.channels_last};
+  std::size_t i = 9;
   for (const op::Dims3* dims : {&g.in, &g.out, &w.kernel, &w.stride, &w.pad, &w.dilation}) {
     for (std::int32_t d : *dims) key[i++] = d;
   }

@@ -64,11 +64,15 @@ struct ConvolutionOptions {
   // An ndgluon extension, as FullyConnected's: "" (none), "relu", "sigmoid", "tanh" or "softrelu",
   // applied with the bias in one pass after the convolution.
   std::string act_type = "";
+  // MXNet's layout: "" or NCW / NCHW / NCDHW (channels first), or NWC / NHWC / NDHWC (channels
+  // last: data (batch, spatial..., channels), weight (num_filter, kernel..., channels / num_group),
+  // output (batch, out..., num_filter); on a GPU cuDNN reads them as they are).
+  std::string layout = "";
 };
 
 // Cross-correlation of data (batch, channels, spatial...) with weight (num_filter, channels /
 // num_group, kernel...), plus bias (num_filter,) unless no_bias (bias may then be a none array), as
-// mx.nd.Convolution with layout NCW / NCHW / NCDHW. The output is (batch, num_filter, out...) with
+// mx.nd.Convolution with layout NCW / NCHW / NCDHW (channels last: see layout). The output is (batch, num_filter, out...) with
 // out = (in + 2 pad - dilate (kernel - 1) - 1) / stride + 1. cuDNN on a GPU where the build has it
 // (the engine chosen and cached per shape), else im2col + GEMM (cuBLAS, OpenBLAS). Recorded for
 // autograd. Bad attributes (kernel of 0 or more than 3 axes, stride or dilate < 1, pad < 0, tuples

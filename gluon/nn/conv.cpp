@@ -5,6 +5,7 @@
 #include "gluon/nn/activation.hpp"
 #include "ndarray/describe.hpp"
 #include "ndarray/nn.hpp"
+#include "ndarray/ops/attrs.hpp"  // channels_last_layout: the op's own reading of layout
 
 namespace mx::gluon::nn {
 
@@ -65,8 +66,13 @@ Conv::Conv(int axes, std::int64_t channels, const Extents& kernel_size, const Co
       output_padding_(o.output_padding.expand(axes, kind, "output_padding", 0)),
       transpose_(transpose),
       use_bias_(o.use_bias),
+      layout_(o.layout),
+      channels_last_(op::channels_last_layout(kind, o.layout, axes)),
       activation_(activation_op(o.activation)) {
   if (channels < 1) throw ValueError(layer_ + ": channels must be positive, got " + std::to_string(channels));
+  if (transpose && channels_last_) {
+    throw ValueError(layer_ + ": layout \"" + o.layout + "\" is not supported by the transposed convolutions");
+  }
   if (o.groups < 1 || channels % o.groups != 0 || o.in_channels % o.groups != 0) {
     throw ValueError(layer_ + ": groups " + std::to_string(o.groups) + " must divide channels " +
                      std::to_string(channels) + " and in_channels " + std::to_string(o.in_channels));
@@ -90,8 +96,15 @@ Conv::Conv(int axes, std::int64_t channels, const Extents& kernel_size, const Co
   layer_ += " '" + name() + "'";
 }
 
-// (channels, in_channels / groups, kernel...), or transposed (in_channels, channels / groups, kernel...).
+// (channels, in_channels / groups, kernel...), or transposed (in_channels, channels / groups,
+// kernel...), or channels last (channels, kernel..., in_channels / groups).
 Shape Conv::weight_shape(std::int64_t in_channels) const {
+  if (channels_last_) {
+    std::vector<std::int64_t> shape{channels_};
+    shape.insert(shape.end(), kernel_.begin(), kernel_.end());
+    shape.push_back(in_channels / groups_);
+    return Shape(shape);
+  }
   std::vector<std::int64_t> shape =
       transpose_ ? std::vector<std::int64_t>{in_channels, channels_ / groups_} : std::vector<std::int64_t>{channels_, in_channels / groups_};
   shape.insert(shape.end(), kernel_.begin(), kernel_.end());
@@ -109,17 +122,19 @@ nd::NDArray Conv::forward(const nd::NDArray& x) {
   check_rank(layer_, x, static_cast<int>(kernel_.size()));
   Parameter w = weight();
   w.check_initialized();
-  const std::int64_t in_channels = x.shape()[1];
+  const std::int64_t in_channels = x.shape()[channels_last_ ? x.ndim() - 1 : 1];
   if (in_channels % groups_ != 0) {
     throw ShapeError(layer_ + ": input " + nd::describe(x) + " has " + std::to_string(in_channels) +
                      " channels, which groups " + std::to_string(groups_) + " does not divide");
   }
   if (w.is_deferred()) {
     w.infer_shape(weight_shape(in_channels));
-  } else if ((transpose_ ? w.shape()[0] : w.shape()[1] * groups_) != in_channels) {
+  } else if (const std::int64_t expects = transpose_       ? w.shape()[0]
+                                         : channels_last_ ? w.shape()[w.shape().ndim() - 1] * groups_
+                                                          : w.shape()[1] * groups_;
+             expects != in_channels) {
     throw ShapeError(layer_ + ": input " + nd::describe(x) + " has " + std::to_string(in_channels) +
-                     " channels but the weight " + w.shape().tuple_str() + " expects " +
-                     std::to_string(transpose_ ? w.shape()[0] : w.shape()[1] * groups_));
+                     " channels but the weight " + w.shape().tuple_str() + " expects " + std::to_string(expects));
   }
   const nd::NDArray wx = w.data(x.context());
   const nd::NDArray b = use_bias_ ? bias().data(x.context()) : nd::NDArray();
@@ -130,7 +145,7 @@ nd::NDArray Conv::forward(const nd::NDArray& x) {
       return nd::Deconvolution(
           x, wx, b, {kernel_, strides_, dilation_, padding_, output_padding_, {}, channels_, groups_, !use_bias_, act});
     }
-    return nd::Convolution(x, wx, b, {kernel_, strides_, dilation_, padding_, channels_, groups_, !use_bias_, act});
+    return nd::Convolution(x, wx, b, {kernel_, strides_, dilation_, padding_, channels_, groups_, !use_bias_, act, layout_});
   });
 }
 

@@ -41,6 +41,10 @@ struct ConvOptions {
   init::InitializerRef bias_initializer = init::Zero();
   std::int64_t in_channels = 0;  // 0: inferred at the first forward pass
   std::string prefix = "";
+  // MXNet's layout: "" (channels first: NCW, NCHW, NCDHW) or channels last ("NWC", "NHWC",
+  // "NDHWC"; not for the transposed layers): data (batch, spatial..., channels), weight (channels,
+  // kernel..., in_channels / groups).
+  std::string layout = "";
 };
 
 // An N-d convolution: out = activation(Convolution(x, weight, bias)), with weight (channels,
@@ -65,6 +69,8 @@ class Conv : public Block {
   std::vector<std::int64_t> kernel_, strides_, padding_, dilation_, output_padding_;
   bool transpose_;
   bool use_bias_;
+  std::string layout_;
+  bool channels_last_;
   Shape weight_shape(std::int64_t in_channels) const;
   std::optional<UnaryOp> activation_;
 };

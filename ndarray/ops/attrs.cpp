@@ -233,6 +233,21 @@ void read_layout(AttrReader& a, std::size_t spatial) {
                        : std::string("is not supported: ndgluon computes NCW, NCHW and NCDHW only"));
 }
 
+std::string read_conv_layout(AttrReader& a) {
+  const std::string layout = a.text("layout", "None");
+  return layout == "None" ? "" : layout;
+}
+
+bool channels_last_layout(const char* op, const std::string& layout, int spatial) {
+  static const char* first[] = {"NCW", "NCHW", "NCDHW"};
+  static const char* last[] = {"NWC", "NHWC", "NDHWC"};
+  const int s = std::clamp(spatial, 1, 3) - 1;
+  if (layout.empty() || layout == first[s]) return false;
+  if (layout == last[s]) return true;
+  throw ValueError(std::string(op) + ": layout \"" + layout + "\" does not fit a " + std::to_string(spatial) +
+                   "-D kernel; valid: \"" + first[s] + "\" or \"" + last[s] + "\"");
+}
+
 void read_output_attrs(AttrReader& a) {
   a.ignore({"shape", "ctx"});
   if (a.text("dtype", "None") != "None") a.dtype("dtype");

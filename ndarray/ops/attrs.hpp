@@ -84,6 +84,11 @@ class AttrReader {
 // absent, "None", or channels first (NCW, NCHW, NCDHW), which is what ndgluon computes; a
 // channels-last layout (NWC, NHWC, NDHWC) is refused.
 void read_layout(AttrReader& a, std::size_t spatial);
+// Convolution's layout attribute, as ConvolutionOptions::layout reads it: "" for absent or "None".
+std::string read_conv_layout(AttrReader& a);
+// Whether layout ("" or one of NCW/NCHW/NCDHW/NWC/NHWC/NDHWC) is channels last, for a window of
+// `spatial` axes; mx::ValueError naming op, the layout and the valid ones otherwise.
+bool channels_last_layout(const char* op, const std::string& layout, int spatial);
 
 // shape, ctx and dtype of an op without inputs (_full, _arange, the random draws): the output
 // array that the caller allocates from them carries them (invoke_into checks it), so they are

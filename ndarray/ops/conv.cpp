@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ndarray/checks.hpp"
+#include "ndarray/contiguous.hpp"
 #include "ndarray/nn.hpp"
 #include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/conv_kernels.hpp"
@@ -71,6 +72,49 @@ void convolution_pass(const ExecContext& ec, ConvPass pass, const ConvGeometry& 
   im2col_convolution(ec, pass, g, a, b, out);
 }
 
+// Channels last (N, spatial..., C) and first (N, C, spatial...): the axes of one as the other. A
+// weight (O, kernel..., I) permutes the same way.
+std::vector<int> first_axes(int ndim) {
+  std::vector<int> axes{0, ndim - 1};
+  for (int a = 1; a < ndim - 1; ++a) axes.push_back(a);
+  return axes;
+}
+Shape channels_first_shape(const Shape& s) {
+  std::vector<std::int64_t> dims;
+  for (int a : first_axes(s.ndim())) dims.push_back(s[a]);
+  return Shape(dims);
+}
+Shape channels_last_shape(const Shape& s) {
+  std::vector<std::int64_t> dims{s[0]};
+  for (int a = 2; a < s.ndim(); ++a) dims.push_back(s[a]);
+  dims.push_back(s[1]);
+  return Shape(dims);
+}
+
+// The geometry of a Convolution's invocation on data x, whichever its layout.
+ConvGeometry geometry_of(const ConvolutionParams& p, const NDArray& x) {
+  ConvGeometry g = conv_geometry(p, p.channels_last ? channels_first_shape(x.shape()) : x.shape(), x.dtype());
+  g.channels_last = p.channels_last;
+  return g;
+}
+
+// One pass over the arrays of an invocation. Channels-last ones go to cuDNN as they are (it reads
+// them through their strides) where it has an engine; otherwise the im2col path runs on
+// channels-first copies and the result is written back channels last.
+void run_pass(const ExecContext& ec, ConvPass pass, ConvGeometry g, const NDArray& a, const NDArray& b,
+              const NDArray& out) {
+  if (!g.channels_last) return convolution_pass(ec, pass, g, a.data(), b.data(), out.data());
+#ifdef NDG_HAVE_CUDA
+  if (ec.ctx.is_gpu() && gpu::cudnn_pass(ec, pass, g, a.data(), b.data(), out.data())) return;
+#endif
+  g.channels_last = false;
+  const auto first = [](const NDArray& x) { return nd::detail::dense(x.transpose(first_axes(x.ndim()))); };
+  const NDArray a_first = first(a), b_first = first(b);
+  const NDArray out_first(channels_first_shape(out.shape()), out.context(), out.dtype());
+  im2col_convolution(ec, pass, g, a_first.data(), b_first.data(), out_first.data());
+  nd::detail::write_into(out_first, out.transpose(first_axes(out.ndim())));
+}
+
 void bias_activation([[maybe_unused]] const ExecContext& ec, const ConvGeometry& g, void* y, const void* bias,
                      std::optional<UnaryOp> act) {
 #ifdef NDG_HAVE_CUDA
@@ -103,17 +147,18 @@ std::string window_text(const ConvolutionParams& p) {
 ConvGeometry checked_geometry(const char* op, const ConvolutionParams& p, const NDArray& x) {
   const int spatial = p.window.spatial;
   if (x.ndim() != spatial + 2) {
-    throw ShapeError(std::string(op) + ": data must be (batch, channels, " + std::to_string(spatial) +
-                     " spatial axes) for the " + std::to_string(spatial) + "-D kernel " +
+    const std::string axes = std::to_string(spatial) + " spatial axes";
+    throw ShapeError(std::string(op) + ": data must be (batch, " + (p.channels_last ? axes + ", channels" : "channels, " + axes) +
+                     ") for the " + std::to_string(spatial) + "-D kernel " +
                      window_tuple(p.window, p.window.kernel) + ", got " + nd::describe(x));
   }
-  const std::int64_t channels = x.shape()[1];
+  const std::int64_t channels = x.shape()[p.channels_last ? x.ndim() - 1 : 1];
   if (channels % p.num_group != 0 || p.num_filter % p.num_group != 0) {
     throw ValueError(std::string(op) + ": num_group " + std::to_string(p.num_group) + " must divide the data's " +
                      std::to_string(channels) + " channels and num_filter " + std::to_string(p.num_filter) +
                      "; data " + nd::describe(x));
   }
-  const ConvGeometry g = conv_geometry(p, x.shape(), x.dtype());
+  const ConvGeometry g = geometry_of(p, x);
   for (int d = 3 - spatial; d < 3; ++d) {
     if (g.out[d] < 1) {
       throw ShapeError(std::string(op) + ": the " + window_text(p) + " do not fit data " + nd::describe(x) +
@@ -123,17 +168,18 @@ ConvGeometry checked_geometry(const char* op, const ConvolutionParams& p, const 
   return g;
 }
 
-// The weight's shape: (num_filter, channels / num_group, kernel...).
+// The weight's shape: (num_filter, channels / num_group, kernel...), or channels last (num_filter,
+// kernel..., channels / num_group).
 Shape weight_shape(const ConvolutionParams& p, std::int64_t channels) {
   std::vector<std::int64_t> dims{p.num_filter, channels / p.num_group};
   for (int d = 3 - p.window.spatial; d < 3; ++d) dims.push_back(p.window.kernel[d]);
-  return Shape(dims);
+  return p.channels_last ? channels_last_shape(Shape(dims)) : Shape(dims);
 }
 
 Shape output_shape(const ConvGeometry& g, std::int64_t channels) {
   std::vector<std::int64_t> dims{g.batch, channels};
   for (int d = 3 - g.window.spatial; d < 3; ++d) dims.push_back(g.out[d]);
-  return Shape(dims);
+  return g.channels_last ? channels_last_shape(Shape(dims)) : Shape(dims);
 }
 
 void convolution_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
@@ -170,24 +216,26 @@ void backward_weight_infer(const Invocation& inv, std::vector<OutputSpec>& out) 
 void convolution_kernel(const ExecContext& ec, const Invocation& inv) {
   const ConvolutionParams& p = conv_params(inv);
   const NDArray &x = inv.inputs[0], &y = inv.outputs[0];
-  const ConvGeometry g = conv_geometry(p, x.shape(), x.dtype());
+  const ConvGeometry g = geometry_of(p, x);
   if (y.size() == 0) return;
-  convolution_pass(ec, ConvPass::forward, g, x.data(), inv.inputs[1].data(), y.data());
-  if (!p.no_bias || p.act) bias_activation(ec, g, y.data(), p.no_bias ? nullptr : inv.inputs[2].data(), p.act);
+  run_pass(ec, ConvPass::forward, g, x, inv.inputs[1], y);
+  if (p.no_bias && !p.act) return;
+  // Channels last: every position of every image is a row of out_channels values.
+  ConvGeometry rows = g;
+  if (g.channels_last) rows.batch = g.batch * g.out_size(), rows.out = {1, 1, 1};
+  bias_activation(ec, rows, y.data(), p.no_bias ? nullptr : inv.inputs[2].data(), p.act);
 }
 
 void backward_data_kernel(const ExecContext& ec, const Invocation& inv) {
   const NDArray &dy = inv.inputs[0], &x = inv.inputs[1], &dx = inv.outputs[0];
   if (dx.size() == 0) return;
-  const ConvGeometry g = conv_geometry(conv_params(inv), x.shape(), x.dtype());
-  convolution_pass(ec, ConvPass::backward_data, g, dy.data(), inv.inputs[2].data(), dx.data());
+  run_pass(ec, ConvPass::backward_data, geometry_of(conv_params(inv), x), dy, inv.inputs[2], dx);
 }
 
 void backward_weight_kernel(const ExecContext& ec, const Invocation& inv) {
   const NDArray &dy = inv.inputs[0], &x = inv.inputs[1], &dw = inv.outputs[0];
   if (dw.size() == 0) return;
-  const ConvGeometry g = conv_geometry(conv_params(inv), x.shape(), x.dtype());
-  convolution_pass(ec, ConvPass::backward_filter, g, x.data(), dy.data(), dw.data());
+  run_pass(ec, ConvPass::backward_filter, geometry_of(conv_params(inv), x), x, dy, dw);
 }
 
 // _backward_Convolution_bias: dy (batch, filters, out...) summed per filter, in one pass over dy.
@@ -198,6 +246,7 @@ void backward_bias_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
 ReduceShape bias_shape(const Invocation& inv) {
   const NDArray& dy = inv.inputs[0];
   const std::int64_t filters = conv_params(inv).num_filter, batch = dy.shape()[0];
+  if (conv_params(inv).channels_last) return {filters == 0 ? 0 : dy.size() / filters, filters, 1};
   return {batch, filters, batch * filters == 0 ? 0 : dy.size() / (batch * filters)};
 }
 
@@ -234,6 +283,10 @@ std::vector<std::pair<std::string, std::string>> convolution_attrs(const Params&
           {"num_filter", std::to_string(p.num_filter)}, {"num_group", std::to_string(p.num_group)},
           {"no_bias", format_bool(p.no_bias)}};
   if (p.act) attrs.emplace_back("act_type", op_name(*p.act));  // an ndgluon extension
+  if (p.channels_last) {
+    static const char* last[] = {"NWC", "NHWC", "NDHWC"};
+    attrs.emplace_back("layout", last[w.spatial - 1]);
+  }
   return attrs;
 }
 
@@ -254,7 +307,8 @@ ConvolutionParams shared_conv_params(const char* op, const Options& o) {
 }
 
 ConvolutionParams convolution_params(const nd::ConvolutionOptions& o) {
-  const ConvolutionParams p = shared_conv_params("Convolution", o);
+  ConvolutionParams p = shared_conv_params("Convolution", o);
+  p.channels_last = channels_last_layout("Convolution", o.layout, p.window.spatial);
   if (o.num_group < 1 || o.num_group > o.num_filter) {
     throw ValueError("Convolution: num_group must be in [1, num_filter " + std::to_string(o.num_filter) + "], got " +
                      std::to_string(o.num_group));
@@ -276,7 +330,8 @@ Options read_conv_options(AttrReader& a, bool no_bias) {
   o.no_bias = a.boolean("no_bias", no_bias);
   o.act_type = a.text("act_type", "");  // an ndgluon extension
   a.ignore({"workspace", "cudnn_tune", "cudnn_off"});
-  read_layout(a, o.kernel.size());
+  if constexpr (std::is_same_v<Options, nd::ConvolutionOptions>) o.layout = read_conv_layout(a);
+  else read_layout(a, o.kernel.size());
   return o;
 }
 

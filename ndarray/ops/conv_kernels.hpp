@@ -44,6 +44,9 @@ struct ConvolutionParams {
   // Whether data and weight lead to a variable (the recorded inputs are detached): backward skips
   // what no variable needs.
   bool data_grad = true, weight_grad = true;
+  // MXNet's layout NWC / NHWC / NDHWC: data (batch, spatial..., channels), weight (num_filter,
+  // kernel..., channels / num_group), output (batch, out..., num_filter).
+  bool channels_last = false;
 };
 
 // The sizes of one convolution or pooling, from its operands: x (batch, in_channels, in...),
@@ -54,6 +57,7 @@ struct ConvGeometry {
   std::int64_t batch = 0, in_channels = 0, out_channels = 0, groups = 1;
   Dims3 in{1, 1, 1}, out{1, 1, 1};
   DType dtype = DType::float32;
+  bool channels_last = false;  // the operands stored channels last (cuDNN reads them so)
 
   NDG_HD std::int64_t in_size() const { return std::int64_t{in[0]} * in[1] * in[2]; }
   NDG_HD std::int64_t out_size() const { return std::int64_t{out[0]} * out[1] * out[2]; }

@@ -42,6 +42,26 @@ BOOST_AUTO_TEST_CASE(conv2d_defers_in_channels_and_matches_the_op) {
   });
 }
 
+// layout "NHWC": in_channels deferred from the last axis, the weight (channels, kh, kw, in), and
+// the output the channels-first layer's, permuted. Transposed layers refuse it.
+BOOST_AUTO_TEST_CASE(conv2d_channels_last_defers_in_channels_from_the_last_axis) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nn::Conv2D conv(8, 3, {.padding = 1, .activation = "relu", .layout = "NHWC"});
+    conv.initialize(mx::init::Xavier(), ctx);
+    const nd::NDArray x = random_array({2, 6, 5, 4}, ctx, 1);
+    const nd::NDArray y = conv(x);
+    BOOST_TEST(conv.weight().shape() == (mx::Shape{8, 3, 3, 4}));
+    BOOST_TEST(y.shape() == (mx::Shape{2, 6, 5, 8}));
+    const nd::NDArray want =
+        nd::relu(nd::Convolution(x.transpose({0, 3, 1, 2}).copy(), conv.weight().data(ctx).transpose({0, 3, 1, 2}).copy(),
+                                 conv.bias().data(ctx), {.kernel = {3, 3}, .pad = {1, 1}, .num_filter = 8}));
+    check_close(y, want.transpose({0, 2, 3, 1}).copy().asvector<double>(), 1e-5, 1e-6);
+    NDG_CHECK_THROWS_WITH(conv(nd::ones({2, 6, 5, 3}, ctx)), mx::ShapeError, "3 channels", "expects 4");
+  });
+  NDG_CHECK_THROWS_WITH(nn::Conv2D(8, 3, {.layout = "NWC"}), mx::ValueError, "Conv2D", "\"NCHW\" or \"NHWC\"");
+  NDG_CHECK_THROWS_WITH(nn::Conv2DTranspose(8, 3, {.layout = "NHWC"}), mx::ValueError, "not supported");
+}
+
 BOOST_AUTO_TEST_CASE(conv1d_conv3d_groups_and_strides_shapes) {
   ndg_test::for_each_context([](mx::Context ctx) {
     nn::Conv1D c1(4, 3, {.strides = 2, .in_channels = 2});

@@ -283,6 +283,73 @@ BOOST_AUTO_TEST_CASE(fused_activation_matches_the_activation_afterwards) {
   });
 }
 
+// Channels last (NWC, NHWC, NDHWC): the same values and gradients as channels first on the
+// permuted arrays, with groups, stride, padding, bias and a fused activation; on a GPU with cuDNN
+// through its channels-last engines, in float32 and in bfloat16.
+BOOST_AUTO_TEST_CASE(channels_last_layouts_match_channels_first) {
+  struct LayoutCase {
+    const char* layout;
+    Dims x, w, kernel, stride, pad;
+    std::int64_t filters, groups;
+  };
+  const LayoutCase cases[] = {{"NWC", {2, 4, 9}, {6, 2, 3}, {3}, {2}, {1}, 6, 2},
+                              {"NHWC", {2, 4, 7, 6}, {6, 4, 3, 3}, {3, 3}, {1, 1}, {1, 1}, 6, 1},
+                              {"NHWC", {1, 6, 5, 5}, {6, 1, 3, 3}, {3, 3}, {2, 2}, {0, 1}, 6, 6},
+                              {"NDHWC", {1, 2, 4, 5, 4}, {3, 2, 2, 2, 2}, {2, 2, 2}, {1, 1, 1}, {0, 1, 0}, 3, 1}};
+  // Channels first (N, C, s...) -> channels last (N, s..., C): the axes, and back.
+  const auto last_axes = [](std::size_t ndim) {
+    std::vector<int> a{0};
+    for (int i = 2; i < static_cast<int>(ndim); ++i) a.push_back(i);
+    a.push_back(1);
+    return a;
+  };
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    for (const DType dt : {DType::float32, DType::bfloat16}) {
+      for (const LayoutCase& c : cases) {
+        BOOST_TEST_CONTEXT(c.layout << " x" << mx::Shape(c.x).tuple_str() << " in " << mx::dtype_name(dt)) {
+          const auto last = last_axes(c.x.size());
+          const auto to_last = [&](const nd::NDArray& a) { return a.transpose(last).copy(); };
+          nd::NDArray x = nd::random::uniform(-1, 1, mx::Shape(c.x), ctx).astype(dt);
+          nd::NDArray w = nd::random::uniform(-1, 1, mx::Shape(c.w), ctx).astype(dt);
+          nd::NDArray b = nd::random::uniform(-1, 1, {c.filters}, ctx).astype(dt);
+          nd::NDArray xl = to_last(x), wl = to_last(w), bl = b.copy();
+          for (nd::NDArray* v : {&x, &w, &b, &xl, &wl, &bl}) v->attach_grad();
+          nd::ConvolutionOptions o{.kernel = c.kernel, .stride = c.stride, .pad = c.pad, .num_filter = c.filters,
+                                   .num_group = c.groups, .act_type = "tanh"};
+          nd::NDArray first, channels_last;
+          {
+            auto scope = ag::record();
+            first = nd::Convolution(x, w, b, o);
+            nd::sum(first * first).backward();
+          }
+          o.layout = c.layout;
+          {
+            auto scope = ag::record();
+            channels_last = nd::Convolution(xl, wl, bl, o);
+            nd::sum(channels_last * channels_last).backward();
+          }
+          const double tol = dt == DType::float32 ? 1e-5 : 2e-2;
+          BOOST_TEST(channels_last.shape() == to_last(first).shape());
+          check_close(channels_last, values(to_last(first)), tol, tol);
+          check_close(xl.grad(), values(to_last(x.grad())), tol, tol);
+          check_close(wl.grad(), values(to_last(w.grad())), tol, tol);
+          check_close(bl.grad(), values(b.grad()), tol, tol);
+        }
+      }
+    }
+    // The layout must fit the kernel's dimensions; channels-last shapes are checked as such.
+    const nd::NDArray x = nd::ones({2, 5, 5, 4}, ctx), w = nd::ones({6, 3, 3, 4}, ctx);
+    NDG_CHECK_THROWS_WITH(nd::Convolution(x, w, {}, {.kernel = {3, 3}, .num_filter = 6, .no_bias = true, .layout = "NWC"}),
+                          mx::ValueError, "Convolution", "layout \"NWC\"", "\"NCHW\" or \"NHWC\"");
+    NDG_CHECK_THROWS_WITH(nd::Convolution(x, nd::ones({6, 4, 3, 3}, ctx), {},
+                                          {.kernel = {3, 3}, .num_filter = 6, .no_bias = true, .layout = "NHWC"}),
+                          mx::ShapeError, "weight", "expected (6, 3, 3, 4)");
+    NDG_CHECK_THROWS_WITH(nd::Convolution(nd::ones({5, 5, 4}, ctx), w, {},
+                                          {.kernel = {3, 3}, .num_filter = 6, .no_bias = true, .layout = "NHWC"}),
+                          mx::ShapeError, "(batch, 2 spatial axes, channels)");
+  });
+}
+
 BOOST_AUTO_TEST_CASE(bad_attributes_and_shapes_are_typed_errors) {
   ndg_test::for_each_context([](mx::Context ctx) {
     const nd::NDArray x = nd::ones({2, 4, 5, 5}, ctx), w = nd::ones({6, 4, 3, 3}, ctx), b = nd::zeros({6}, ctx);
