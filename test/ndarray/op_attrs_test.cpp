@@ -79,6 +79,8 @@ std::map<std::string, std::vector<op::Params>> representatives() {
   op::ConvolutionParams conv1d;
   conv1d.window = op::make_window("test", {5}, {}, {}, {2});
   conv1d.num_filter = 3;
+  op::ConvolutionParams conv_last = conv;  // layout NHWC
+  conv_last.channels_last = true;
   op::PoolingParams avg;
   avg.window = op::make_window("test", {3, 3}, {2, 2}, {}, {1, 1});
   avg.max = false;
@@ -122,7 +124,7 @@ std::map<std::string, std::vector<op::Params>> representatives() {
   });
   const std::vector<op::Params> softmax{op::SoftmaxParams{1, false}}, log_softmax{op::SoftmaxParams{-2, true}};
   std::map<std::string, std::vector<op::Params>> r{
-      {"Convolution", {conv, conv1d}},
+      {"Convolution", {conv, conv1d, conv_last}},
       {"Deconvolution", {deconv, deconv_target}},
       {"Pooling", {avg, global, op::PoolingParams{}}},
       {"BatchNorm", {bn, op::BatchNormParams{}}},
@@ -462,8 +464,10 @@ BOOST_AUTO_TEST_CASE(bad_or_unknown_attributes_throw_value_errors_naming_op_attr
                         "Convolution", "kernel", "(3, x)", "tuple of integers");
   NDG_CHECK_THROWS_WITH(parsed("BatchNorm", {{"fix_gamma", "maybe"}}), mx::ValueError, "BatchNorm", "fix_gamma",
                         "maybe", "boolean");
-  NDG_CHECK_THROWS_WITH(parsed("Convolution", {{"kernel", "(3, 3)"}, {"num_filter", "8"}, {"layout", "NHWC"}}),
-                        mx::ValueError, "Convolution", "layout", "NHWC", "NCHW");
+  NDG_CHECK_THROWS_WITH(parsed("Convolution", {{"kernel", "(3, 3)"}, {"num_filter", "8"}, {"layout", "NWC"}}),
+                        mx::ValueError, "Convolution", "layout", "NWC", "NCHW", "NHWC");
+  NDG_CHECK_THROWS_WITH(parsed("Deconvolution", {{"kernel", "(3, 3)"}, {"num_filter", "8"}, {"layout", "NHWC"}}),
+                        mx::ValueError, "Deconvolution", "layout", "NHWC", "NCHW");
   NDG_CHECK_THROWS_WITH(parsed("Pooling", {{"kernel", "(2,)"}, {"layout", "NCHW"}}), mx::ValueError, "Pooling",
                         "layout", "NCHW", "NCW");
   NDG_CHECK_THROWS_WITH(parsed("FullyConnected", {{"num_hidden", "10"}, {"foo", "bar"}}), mx::ValueError,
