@@ -3,6 +3,8 @@
 #   MODE=subproject: builds test/consumer with ndgluon as subprojects/ndgluon, runs it.
 #   MODE=pkgconfig:  installs BUILD_DIR into a scratch prefix and builds the consumer with plain
 #                    g++ and `pkg-config --cflags --libs ndgluon`, then runs it.
+# Both also build and run suite.cpp, the README's Boost.Test suite over the test kit
+# (ndgluon-testing), where Boost.Test's compiled library is there.
 set -euo pipefail
 mode=$1 src=$(readlink -f "$2") build=$(readlink -f "$3") cuda=$4 consumer_flags=${5:-}
 work=$(mktemp -d)
@@ -10,12 +12,13 @@ trap 'rm -rf "$work"' EXIT
 case $mode in
   subproject)
     mkdir -p "$work/proj/subprojects"
-    cp "$src/test/consumer/main.cpp" "$work/proj/"
+    cp "$src/test/consumer/main.cpp" "$src/test/consumer/suite.cpp" "$work/proj/"
     sed "s/@CUDA@/'cuda=$cuda'/" "$src/test/consumer/meson.build.in" > "$work/proj/meson.build"
     ln -s "$src" "$work/proj/subprojects/ndgluon"
     meson setup "$work/build" "$work/proj" --force-fallback-for=ndgluon > "$work/setup.log" || { cat "$work/setup.log"; exit 1; }
     ninja -C "$work/build" > "$work/ninja.log" || { cat "$work/ninja.log"; exit 1; }
     "$work/build/consumer"
+    if [ -x "$work/build/suite" ]; then "$work/build/suite"; else echo "suite.cpp not built: no compiled Boost.Test"; fi
     ;;
   pkgconfig)
     meson install -C "$build" --no-rebuild --destdir "$work/root" > "$work/install.log" || { cat "$work/install.log"; exit 1; }
@@ -36,7 +39,17 @@ case $mode in
       < "$work/headers.txt"
     echo "g++ main.cpp $flags $consumer_flags"
     g++ -std=c++20 $consumer_flags "$src/test/consumer/main.cpp" -o "$work/consumer" $flags
-    LD_LIBRARY_PATH="$(dirname "$(find "$root" -name 'libndgluon.so' | head -1)")" "$work/consumer"
+    libdir="$(dirname "$(find "$root" -name 'libndgluon.so' | head -1)")"
+    LD_LIBRARY_PATH="$libdir" "$work/consumer"
+    # The README's suite, through ndgluon-testing.pc (there when Boost.Test's library is).
+    if pkg-config --exists ndgluon-testing; then
+      testing=$(pkg-config --define-variable=prefix="$root" --cflags --libs ndgluon-testing)
+      echo "g++ suite.cpp $testing $consumer_flags"
+      g++ -std=c++20 $consumer_flags "$src/test/consumer/suite.cpp" -o "$work/suite" $testing
+      LD_LIBRARY_PATH="$libdir" "$work/suite"
+    else
+      echo "ndgluon-testing.pc not installed: no compiled Boost.Test"
+    fi
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac

@@ -17,7 +17,10 @@ from the source root.
 - `bash .ci/run` is not run: it is the job that runs this check.
 - NDG_TRAIN_EPOCHS=1 is set for the sh lines only when the README names that variable.
 - Every ```cpp block compiles on its own. A block without main() is a fragment: its #include,
-  namespace-alias and using lines stay at file scope and the rest becomes the body of main().
+  namespace-alias and using lines stay at file scope and the rest becomes the body of main(). A
+  Boost.Test suite (BOOST_TEST_MODULE: Boost.Test supplies main) is compiled as it stands, against
+  ndgluon-testing; a block whose first line names a file of the tree (`// test/consumer/suite.cpp:
+  ...`) must also be that file, character for character.
   Blocks are compiled and linked against the library the sh blocks built in the scratch tree
   (`build`), or only checked for syntax against the source headers when there is none (--only cpp).
 
@@ -144,7 +147,7 @@ FILE_SCOPE = re.compile(r"^\s*(#|((namespace\s+\w+\s*=\s*[\w:]+|using\s+[^;]+)\s
 def cpp_source(lines):
     """The block as a translation unit: fragments are wrapped in main()."""
     text = "\n".join(lines) + "\n"
-    if re.search(r"\bint\s+main\s*\(", text):
+    if re.search(r"\bint\s+main\s*\(", text) or "BOOST_TEST_MODULE" in text:
         return text
     head = [line for line in lines if FILE_SCOPE.match(line)]
     body = [line for line in lines if not FILE_SCOPE.match(line)]
@@ -220,12 +223,13 @@ def check_sh(case, tree, env, logs, index, timeout):
     return True
 
 
-def compile_flags(source_root, tree):
-    """How a block is compiled: linked against the scratch tree's build when there is one."""
+def compile_flags(source_root, tree, package="ndgluon"):
+    """How a block is compiled: linked against the scratch tree's build when there is one
+    (package: ndgluon, or ndgluon-testing for a Boost.Test suite)."""
     uninstalled = os.path.join(tree, "build", "meson-uninstalled") if tree else None
-    if uninstalled and os.path.exists(os.path.join(uninstalled, "ndgluon-uninstalled.pc")):
+    if uninstalled and os.path.exists(os.path.join(uninstalled, package + "-uninstalled.pc")):
         env = dict(os.environ, PKG_CONFIG_PATH=uninstalled + os.pathsep + os.environ.get("PKG_CONFIG_PATH", ""))
-        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "ndgluon-uninstalled"], env=env,
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", package + "-uninstalled"], env=env,
                                capture_output=True, text=True, check=True).stdout.split()
         return "compiled and linked against build/", flags, True
     flags = subprocess.run(["pkg-config", "--cflags", "xtensor"], capture_output=True, text=True,
@@ -233,14 +237,23 @@ def compile_flags(source_root, tree):
     return "syntax-checked", ["-I" + source_root] + flags, False
 
 
-def check_cpp(case, flags, link, scratch, index, timeout):
+FILE_NAMED = re.compile(r"^// ([\w./-]+\.(?:cpp|hpp)):")
+
+
+def check_cpp(case, flags, link, scratch, index, timeout, source_root):
     print(f"cpp block at README line {case.where}", flush=True)
+    named = FILE_NAMED.match(case.text)
+    if named:
+        with open(os.path.join(source_root, named.group(1))) as named_file:
+            if named_file.read() != case.text:
+                report_failure(f"the block differs from {named.group(1)}, which it names", case.text)
+                return False
     path = os.path.join(scratch, f"block-{index:02d}.cpp")
     with open(path, "w") as out:
         out.write(case.text)
     compiler = os.environ.get("CXX", "c++").split()
     output_args = ["-o", path[:-4]] if link else ["-fsyntax-only"]
-    status, output, seconds = run_logged(compiler + ["-std=c++20", "-Wall", "-x", "c++", path] + output_args + flags,
+    status, output, seconds = run_logged(compiler + ["-std=c++20", "-Wall", "-x", "c++", path, "-x", "none"] + output_args + flags,
                                          scratch, None, path[:-4] + ".log", timeout)
     if status != 0:
         numbered = "\n".join(f"{n:4} {line}" for n, line in enumerate(case.text.splitlines(), 1))
@@ -307,7 +320,10 @@ def main():
                 if compile_mode is None:
                     compile_mode = compile_flags(source, tree)
                     print(f"readme: the cpp blocks are {compile_mode[0]}", flush=True)
-                ok = check_cpp(case, compile_mode[1], compile_mode[2], logs, index, args.timeout)
+                mode = compile_mode
+                if "BOOST_TEST_MODULE" in case.text:
+                    mode = compile_flags(source, tree, "ndgluon-testing")
+                ok = check_cpp(case, mode[1], mode[2], logs, index, args.timeout, source)
             passed += ok
             failed += not ok
     finally:

@@ -5,19 +5,6 @@
 
 namespace ndg_test {
 
-std::vector<mx::Context> all_contexts() {
-  std::vector<mx::Context> contexts{mx::cpu()};
-  for (int i = 0; i < mx::num_gpus(); ++i) contexts.push_back(mx::gpu(i));
-  return contexts;
-}
-
-boost::test_tools::assertion_result needs_gpus::operator()(boost::unit_test::test_unit_id) const {
-  const int found = mx::num_gpus();
-  boost::test_tools::assertion_result result(found >= count);
-  result.message() << "needs " << count << " GPU" << (count == 1 ? "" : "s") << ", found " << found;
-  return result;
-}
-
 bool message_has::operator()(const std::exception& error) const {
   const std::string message = error.what();
   for (const std::string& part : parts) {

@@ -1,32 +1,24 @@
 #pragma once
-// Test fixtures over contexts: every numeric test runs on cpu(0) and on each visible GPU.
+// Test fixtures over contexts: every numeric test runs on cpu(0) and on each visible GPU, through
+// the public kit (ndarray/testing.hpp, mx::test_utils) that users' suites use as well.
 #include <exception>
 #include <string>
 #include <vector>
 
 #include <boost/test/unit_test.hpp>
 
-#include "context/context.hpp"
-#include "context/device.hpp"
+#include "ndarray/testing.hpp"
 
 namespace ndg_test {
 
 // cpu(0) followed by every visible GPU.
-std::vector<mx::Context> all_contexts();
+inline std::vector<mx::Context> all_contexts() { return mx::test_utils::contexts(); }
 
 // Precondition for cases that need n GPUs; its message says how many were found.
-struct needs_gpus {
-  int count;
-  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const;
-};
+using mx::test_utils::needs_gpus;
 
 // Runs body(ctx) for every context in all_contexts(), naming the context in failure messages.
-template <class Body>
-void for_each_context(Body&& body) {
-  for (mx::Context ctx : all_contexts()) {
-    BOOST_TEST_CONTEXT("on " << ctx.str()) { body(ctx); }
-  }
-}
+using mx::test_utils::for_each_context;
 
 // A predicate for BOOST_CHECK_EXCEPTION: true when the message contains every part, false (with
 // an error that shows the message and the missing part) otherwise.
