@@ -163,6 +163,7 @@ void SGD::update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArra
 void Optimizer::update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
                              const std::vector<nd::NDArray>& grads) {
   for (std::size_t i = 0; i < weights.size(); ++i) check_update(name_, weights[i], grads[i]);
+  for (std::size_t i = 0; i < weights.size(); ++i) prepare_state(keys[i], weights[i]);
   for (std::size_t i = 0; i < weights.size(); ++i) update(keys[i], weights[i], grads[i]);
 }
 
@@ -175,6 +176,13 @@ Adam::Adam(const HyperParams& params) : Optimizer("adam") {
   check_fraction("adam", "beta1", beta1_);
   check_fraction("adam", "beta2", beta2_);
   check_non_negative("adam", "epsilon value", "epsilon", epsilon_);
+}
+
+void Adam::prepare_state(const StateKey& key, const nd::NDArray& weight) {
+  const bool master = uses_master(weight);
+  state_for("adam_update", mean_, key, weight, float32_if(master));
+  state_for("adam_update", var_, key, weight, float32_if(master));
+  if (master) master_for(key, weight);
 }
 
 void Adam::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) {

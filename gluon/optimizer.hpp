@@ -27,7 +27,9 @@ class Optimizer {
   virtual void update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) = 0;
   // The same step for a list of copies (a Trainer's whole step): update() for each, unless the
   // optimizer has a multi-tensor update (SGD: one launch per context and dtype, as MXNet's
-  // multi_sgd_update). Everything is checked before anything changes.
+  // multi_sgd_update). Everything is checked, and every state made (prepare_state), before
+  // anything changes: a step that fails, out of memory included, leaves weights and state as they
+  // were.
   virtual void update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
                             const std::vector<nd::NDArray>& grads);
   double learning_rate() const { return lr_; }
@@ -54,6 +56,8 @@ class Optimizer {
   explicit Optimizer(const char* name = "optimizer") : name_(name) {}
   // Throws mx::ValueError naming the first of the shared hyper-parameters that is out of range.
   void check_common_params() const;
+  // Makes the state that update() will use for key, so that update() allocates nothing.
+  virtual void prepare_state(const StateKey& /*key*/, const nd::NDArray& /*weight*/) {}
   // The float32 master copy of a 16-bit weight under multi_precision (made at its first update).
   nd::NDArray& master_for(const StateKey& key, const nd::NDArray& weight);
   bool uses_master(const nd::NDArray& weight) const { return multi_precision_ != 0 && is_half(weight.dtype()); }
@@ -79,6 +83,9 @@ class Adam : public Optimizer {
  public:
   explicit Adam(const HyperParams& params);
   void update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) override;
+
+ protected:
+  void prepare_state(const StateKey& key, const nd::NDArray& weight) override;
 
  private:
   double beta1_ = 0.9, beta2_ = 0.999, epsilon_ = 1e-8;

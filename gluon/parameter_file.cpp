@@ -153,7 +153,11 @@ void save_parameter_file(const std::string& path, const std::vector<std::pair<st
 }
 
 std::vector<std::pair<std::string, nd::NDArray>> load_parameter_file(const std::string& path, const char* op) {
-  const std::string bytes = read_file(path, op);
+  return load_parameter_bytes(read_file(path, op), path);
+}
+
+std::vector<std::pair<std::string, nd::NDArray>> load_parameter_bytes(const std::string& bytes,
+                                                                      const std::string& path) {
   if (bytes.size() >= sizeof(kMagic) && std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) == 0) {
     return load_ndgluon_parameter_file(path, bytes);
   }

@@ -33,6 +33,10 @@ void save_parameter_file(const std::string& path, const std::vector<std::pair<st
 std::vector<std::pair<std::string, nd::NDArray>> load_parameter_file(const std::string& path,
                                                                      const char* op = "load_parameters");
 
+// load_parameter_file of bytes already read; `source` names them in errors as the path does.
+std::vector<std::pair<std::string, nd::NDArray>> load_parameter_bytes(const std::string& bytes,
+                                                                      const std::string& source);
+
 // ndgluon's earlier format (above), which save_parameters wrote before it wrote MXNet's. Kept so
 // that files of it can still be made (the tests make them); nothing in the library writes it.
 void save_ndgluon_parameter_file(const std::string& path,

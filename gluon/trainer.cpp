@@ -184,6 +184,8 @@ void Trainer::apply_updates(const char* op, std::int64_t batch_size, double loss
     const auto it = update_counts_.find(key);
     num_update = std::max(num_update, (it == update_counts_.end() ? 0 : it->second) + 1);
   }
+  // A step that fails (out of memory, say) leaves the rate and the counts as they were.
+  const double lr_before = optimizer_->learning_rate();
   if (lr_scheduler_) {
     const double lr = (*lr_scheduler_)(num_update);
     if (!(std::isfinite(lr) && lr >= 0)) {
@@ -193,10 +195,15 @@ void Trainer::apply_updates(const char* op, std::int64_t batch_size, double loss
     }
     optimizer_->set_learning_rate(lr);
   }
+  optimizer_->set_rescale_grad(rescale_grad_ / (static_cast<double>(batch_size) * loss_scale));
+  try {
+    optimizer_->update_multi(keys, weights, grads);
+  } catch (...) {
+    optimizer_->set_learning_rate(lr_before);
+    throw;
+  }
   for (const StateKey& key : keys) ++update_counts_[key];
   num_update_ = num_update;
-  optimizer_->set_rescale_grad(rescale_grad_ / (static_cast<double>(batch_size) * loss_scale));
-  optimizer_->update_multi(keys, weights, grads);
 }
 
 }  // namespace mx::gluon

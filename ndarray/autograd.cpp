@@ -106,8 +106,9 @@ void write_leaves(const std::vector<std::pair<nd::NDArray, nd::NDArray>>& writes
       grad.copyto(buffer);
       continue;
     }
-    auto it = std::find_if(batches.begin(), batches.end(), [&](const auto& b) { return b.first == target.context(); });
-    if (it == batches.end()) it = batches.insert(batches.end(), {target.context(), {}});
+    const Context ctx = target.context();
+    auto it = std::find_if(batches.begin(), batches.end(), [&](const auto& b) { return b.first == ctx; });
+    if (it == batches.end()) it = batches.insert(batches.end(), {ctx, {}});
     it->second.push_back({target.data(), grad.data(), static_cast<std::size_t>(grad.size()) * dtype_size(grad.dtype())});
   }
   for (const auto& [ctx, items] : batches) backend(ctx).copy_batch(ctx, items);

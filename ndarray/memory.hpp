@@ -3,6 +3,7 @@
 // GPU memory comes from the CUDA runtime's stream-ordered pool (cudaMallocAsync), which keeps
 // freed blocks cached for reuse.
 #include <cstddef>
+#include <cstdint>
 
 #include "context/context.hpp"
 
@@ -13,3 +14,14 @@ std::size_t memory_reserved(Context ctx);   // bytes held by the allocator (live
 void empty_cache(Context ctx);              // returns cached, unused memory to the system
 
 }  // namespace mx
+
+// Fault injection, for tests of what a failed allocation in the middle of work leaves behind.
+namespace mx::testing {
+
+// Makes the nth array allocation from now (1: the next one), on any context, throw mx::OutOfMemory
+// as an exhausted pool does; once, then allocations succeed again. 0 cancels a failure not yet hit.
+void fail_nth_allocation(std::int64_t nth);
+// Array allocations made so far in this process, on every context (to count those of a step).
+std::int64_t allocation_count();
+
+}  // namespace mx::testing

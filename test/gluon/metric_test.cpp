@@ -352,7 +352,7 @@ BOOST_AUTO_TEST_CASE(cross_entropy_with_labels_on_other_contexts) {
 
 BOOST_AUTO_TEST_CASE(cross_entropy_errors_leave_it_as_it_was) {
   NDG_CHECK_THROWS_WITH(mx::metric::CrossEntropy(-1e-12), mx::ValueError, "CrossEntropy", "eps", "-1e-12");
-  NDG_CHECK_THROWS_WITH(mx::metric::CrossEntropy(std::numeric_limits<double>::quiet_NaN()), mx::ValueError, "nan");
+  NDG_CHECK_THROWS_WITH((mx::metric::CrossEntropy(std::numeric_limits<double>::quiet_NaN())), mx::ValueError, "nan");
   ndg_test::for_each_context([](mx::Context ctx) {
     const nd::NDArray probs = nd::array({{0.5, 0.25, 0.25}, {0.1, 0.8, 0.1}}, ctx);
     mx::metric::CrossEntropy ce;

@@ -178,7 +178,9 @@ BOOST_AUTO_TEST_CASE(loads_onto_several_contexts) {
   target.initialize(mx::init::Zero(), mx::cpu());
   target.load_parameters(path, ctxs);
   std::size_t checked = 0;
-  for (const auto& [key, param] : target.structural_params()) {
+  for (const auto& entry : target.structural_params()) {
+    const auto& key = entry.first;  // not a structured binding: the lambdas below capture it
+    const auto& param = entry.second;
     BOOST_TEST_CONTEXT(key) {
       BOOST_TEST(param.list_ctx() == ctxs, tt::per_element());
       const auto it = std::find_if(saved.begin(), saved.end(), [&](const auto& e) { return e.first == key; });

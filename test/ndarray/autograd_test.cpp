@@ -264,7 +264,7 @@ std::vector<OpCase> reduction_cases() {
         const std::string name = r.name + " of " + shape.tuple_str() + " axis " +
                                  (axis ? std::to_string(*axis) : std::string("all")) +
                                  (keepdims ? " keepdims" : "");
-        cases.push_back({name, {{shape}}, [op = r.op, axis, keepdims](const auto& v) {
+        cases.push_back({name, {{shape}}, [op = r.op, axis = axis, keepdims](const auto& v) {
                            return op(v[0], axis, keepdims);
                          }});
       }

@@ -25,6 +25,7 @@ using mx::test_utils::for_each_context;
 //
 //   BOOST_CHECK_EXCEPTION(f(), mx::FileError, ndg_test::message_has({path, "is a directory"}));
 struct message_has {
+  message_has(std::vector<std::string> parts_) : parts(std::move(parts_)) {}
   std::vector<std::string> parts;
   bool operator()(const std::exception& error) const;
 };
