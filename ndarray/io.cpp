@@ -38,8 +38,8 @@
 // dtype flags (mshadow's TypeFlag): 0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8,
 // 6 int64, 7 bool, 8 int16, 9 uint16, 10 uint32, 11 uint64, 12 bfloat16.
 //
-// nd::save writes V2 records, and V3 for a 0-d array: V2 has no 0-d array (its ndim 0 is "no
-// shape"), and V3 is what MXNet writes for one. MXNet's reader trusts the file: a corrupt extent
+// nd::save writes V2 records (a none array as MXNet does: storage type -1, ndim 0), and V3 for a
+// 0-d array: V2 has no 0-d array (its ndim 0 is "no shape"), and V3 is what MXNet writes for one. MXNet's reader trusts the file: a corrupt extent
 // allocates whatever it claims. Here every count and extent is checked against the bytes that
 // remain, the whole file is parsed before any array is made, and bytes after the names are an
 // error.
@@ -276,9 +276,8 @@ std::string save_tobuffer(const std::vector<std::string>& names, const std::vect
   for (std::size_t i = 0; i < arrays.size(); ++i) {
     const NDArray& array = arrays[i];
     if (array.is_none()) {
-      throw ValueError("save: array " + std::to_string(i) + " of " + std::to_string(arrays.size()) +
-                       (names.empty() ? "" : " ('" + names[i] + "')") +
-                       " is a none array (a default-constructed NDArray), which has no data to save");
+      total += 3 * 4;
+      continue;
     }
     total += 4 * 4 + 8 * static_cast<std::size_t>(array.ndim()) + 3 * 4 +
              static_cast<std::size_t>(array.size()) * dtype_size(array.dtype());
@@ -291,6 +290,13 @@ std::string save_tobuffer(const std::vector<std::string>& names, const std::vect
   put<std::uint64_t>(out, 0);  // reserved
   put<std::uint64_t>(out, arrays.size());
   for (const NDArray& array : arrays) {
+    if (array.is_none()) {
+      // As MXNet's NDArray::Save writes an NDArray() : V2, undefined storage, no shape, no data.
+      put<std::uint32_t>(out, kV2Magic);
+      put<std::int32_t>(out, kUndefinedStorage);
+      put<std::int32_t>(out, 0);
+      continue;
+    }
     // V3 for a 0-d array, the one record that has them (Note [MXNet's NDArray file]).
     put<std::uint32_t>(out, array.ndim() == 0 ? kV3Magic : kV2Magic);
     put<std::int32_t>(out, kDenseStorage);

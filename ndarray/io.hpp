@@ -36,7 +36,8 @@ struct LoadedArrays {
 // Writes the arrays to path as mx.nd.save does, replacing the file atomically
 // (mx::write_file_atomically): a list (no names), a dict (in the map's order), or names[i] for
 // arrays[i] in the order given (MXNDArraySave's keys; no names is a list). Arrays may live on any
-// context and be views. Throws mx::ValueError for a none array or a name count other than 0 or
+// context and be views; a none array (NDArray()) is written as MXNet writes one, without shape or
+// data, and loads as a none array. Throws mx::ValueError for a name count other than 0 or
 // arrays.size(), mx::FileError naming the path when it cannot be written (the old file is then
 // unchanged).
 void save(const std::string& path, const std::vector<NDArray>& arrays);

@@ -228,7 +228,32 @@ BOOST_AUTO_TEST_CASE(names_keep_the_order_given_and_views_save_their_elements) {
     BOOST_TEST(loaded.arrays[2].asvector<float>() == (std::vector<float>{4, 5, 6, 7}), tt::per_element());
   });
   NDG_CHECK_THROWS_WITH(nd::save(path, {"a"}, {nd::zeros({1}), nd::zeros({2})}), mx::ValueError, "1 names for 2 arrays");
-  NDG_CHECK_THROWS_WITH(nd::save(path, {nd::zeros({1}), nd::NDArray()}), mx::ValueError, "array 1 of 2", "none");
+}
+
+// A none array is written as MXNet's NDArray::Save writes NDArray(): V2 magic, storage type -1,
+// ndim 0 and nothing more; it loads back as a none array beside the others.
+BOOST_AUTO_TEST_CASE(none_array_round_trips_as_mxnet_writes_it) {
+  const TempDir dir;
+  const std::string path = dir.file("none.nd");
+  nd::save(path, {"x", "nothing"}, {nd::full({2}, 1.5), nd::NDArray()});
+  const std::string bytes = read_bytes(path);
+  // list header (24 bytes), x's record (4+4+4+8 + 3*4 + 8 = 40 bytes), then the none record.
+  const std::size_t none_at = 24 + 40;
+  std::uint32_t magic;
+  std::int32_t stype, ndim;
+  std::memcpy(&magic, bytes.data() + none_at, 4);
+  std::memcpy(&stype, bytes.data() + none_at + 4, 4);
+  std::memcpy(&ndim, bytes.data() + none_at + 8, 4);
+  BOOST_TEST(magic == 0xF993FAC9u);
+  BOOST_TEST(stype == -1);
+  BOOST_TEST(ndim == 0);
+  std::uint64_t name_count;
+  std::memcpy(&name_count, bytes.data() + none_at + 12, 8);
+  BOOST_TEST(name_count == 2u);
+  const nd::LoadedArrays loaded = nd::load(path);
+  BOOST_TEST(loaded.names == (std::vector<std::string>{"x", "nothing"}), tt::per_element());
+  BOOST_TEST(loaded.arrays[0].asvector<float>() == (std::vector<float>{1.5f, 1.5f}), tt::per_element());
+  BOOST_TEST(loaded.arrays[1].is_none());
 }
 
 BOOST_AUTO_TEST_CASE(zero_dimensional_and_empty_arrays) {
