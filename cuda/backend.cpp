@@ -37,6 +37,9 @@ class GpuBackend final : public Backend {
   }
   MemoryStats memory_stats(Context ctx) override { return cuda::device_memory_stats(ctx.device_id()); }
   void empty_cache(Context ctx) override { cuda::device_empty_cache(ctx.device_id()); }
+  void release_state(Context ctx) override {
+    if (cuda::Device* dev = cuda::device_if_made(ctx.device_id())) dev->release_curand();
+  }
 
   void copy(Context ctx, void* dst, const void* src, std::size_t bytes) override {
     OnDevice on(ctx, "copy");

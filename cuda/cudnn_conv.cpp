@@ -487,22 +487,31 @@ Key key_of(op::ConvPass pass, const op::ConvGeometry& g, std::int64_t alignment)
 }
 
 // A thread's cuDNN handle on one device, and the plans chosen with it (null: no usable engine).
+// Destroyed when the thread ends (the main thread's at exit, before the runtime's teardown), plans
+// before the handle; errors are ignored then.
 struct HandleState {
   cudnnHandle_t handle = nullptr;
   void* stream = nullptr;  // the stream the handle is bound to
   std::map<Key, std::unique_ptr<Plan>> plans;
+  explicit HandleState(cudnnHandle_t h) : handle(h) {}
+  HandleState(const HandleState&) = delete;
+  HandleState& operator=(const HandleState&) = delete;
+  ~HandleState() {
+    plans.clear();
+    cudnnDestroy(handle);
+  }
 };
 
-// The calling thread's state for ec's device (made current by the caller), created on first use and
-// never destroyed (see cuda/device.hpp), with its handle bound to ec's stream.
+// The calling thread's state for ec's device (made current by the caller), created on first use,
+// with its handle bound to ec's stream.
 HandleState& handle_state(const op::ExecContext& ec) {
-  thread_local std::vector<HandleState*> states;
+  thread_local std::vector<std::unique_ptr<HandleState>> states;
   const auto id = static_cast<std::size_t>(ec.ctx.device_id());
-  if (states.size() <= id) states.resize(id + 1, nullptr);
+  if (states.size() <= id) states.resize(id + 1);
   if (!states[id]) {
     cudnnHandle_t handle = nullptr;
     NDG_CUDA_CHECK(cudnnCreate(&handle));
-    states[id] = new HandleState{handle, nullptr, {}};
+    states[id] = std::make_unique<HandleState>(handle);
   }
   HandleState& state = *states[id];
   if (state.stream != ec.stream) {

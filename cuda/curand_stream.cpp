@@ -13,6 +13,11 @@ void CurandStream::follow_seed() {
     if (host_) NDG_CUDA_CHECK(curandCreateGeneratorHost(&generator_, kGenerator));
     else NDG_CUDA_CHECK(curandCreateGenerator(&generator_, kGenerator));
     if (stream_) NDG_CUDA_CHECK(curandSetStream(generator_, stream_));
+    if (generation_ == mx::random::seed_generation()) {
+      // Made again after release(): it goes on from where the released one was.
+      NDG_CUDA_CHECK(curandSetPseudoRandomGeneratorSeed(generator_, mx::random::current_seed()));
+      NDG_CUDA_CHECK(curandSetGeneratorOffset(generator_, position_));
+    }
   }
   if (generation_ != mx::random::seed_generation()) {
     NDG_CUDA_CHECK(curandSetPseudoRandomGeneratorSeed(generator_, mx::random::current_seed()));
@@ -20,6 +25,11 @@ void CurandStream::follow_seed() {
     generation_ = mx::random::seed_generation();
     position_ = 0;
   }
+}
+
+void CurandStream::release() noexcept {
+  if (generator_) curandDestroyGenerator(generator_);
+  generator_ = nullptr;
 }
 
 curandGenerator_t CurandStream::prepare(std::int64_t offset, std::int64_t n) {

@@ -27,13 +27,15 @@ class CurandStream {
   // `offset` when offset >= 0 (else it continues). Call with the generator's device current.
   curandGenerator_t prepare(std::int64_t offset, std::int64_t n);
   std::uint64_t position();  // values drawn since the last seed
+  // Destroys the generator and its device state; the next draw makes it again at the same position.
+  void release() noexcept;
   // The stream device draws are queued on; set before the first prepare() or position().
   void set_stream(cudaStream_t stream) { stream_ = stream; }
 
  private:
   bool host_;
   cudaStream_t stream_ = nullptr;
-  curandGenerator_t generator_ = nullptr;  // never destroyed: lives as long as the process
+  curandGenerator_t generator_ = nullptr;  // made on first use, kept until release()
   std::uint64_t generation_ = ~std::uint64_t{0};
   std::uint64_t position_ = 0;
   void follow_seed();

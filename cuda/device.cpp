@@ -1,5 +1,6 @@
 #include "cuda/device.hpp"
 
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "context/device.hpp"
 #include "cuda/check.hpp"
 #include "cuda/device_guard.hpp"
+#include "ndarray/memory.hpp"
 
 namespace mx::cuda {
 
@@ -47,15 +49,21 @@ void Device::set_curand_position(std::uint64_t position) {
   curand_.prepare(static_cast<std::int64_t>(position), 0);
 }
 
+void Device::release_curand() {
+  std::lock_guard lock(curand_mutex_);
+  DeviceGuard guard(id_);
+  curand_.release();
+}
+
 namespace {
 
 struct Devices {
   std::vector<std::once_flag> once;
-  std::vector<Device*> states;
+  std::vector<std::atomic<Device*>> states;
   std::vector<std::once_flag> peer_once;
   std::vector<char> peer_ok;
   explicit Devices(int n)
-      : once(static_cast<std::size_t>(n)), states(static_cast<std::size_t>(n), nullptr),
+      : once(static_cast<std::size_t>(n)), states(static_cast<std::size_t>(n)),
         peer_once(static_cast<std::size_t>(n * n)), peer_ok(static_cast<std::size_t>(n * n), 0) {}
 };
 
@@ -71,9 +79,23 @@ Device& device(int id) {
   std::call_once(all.once[static_cast<std::size_t>(id)], [&] {
     DeviceGuard guard(id);
     all.states[static_cast<std::size_t>(id)] = new Device(id);
+    // Registered once a context exists, so that it runs before the runtime's own teardown (most
+    // often: a library loaded later may register one after it): at exit the cached memory goes
+    // back, and a leak checker sees only what live arrays hold.
+    static std::once_flag at_exit;
+    std::call_once(at_exit, [] {
+      std::atexit([] {
+        try {
+          mx::release_cached_resources();
+        } catch (...) {  // the process is ending, perhaps because of a failed device
+        }
+      });
+    });
   });
   return *all.states[static_cast<std::size_t>(id)];
 }
+
+Device* device_if_made(int id) { return devices().states[static_cast<std::size_t>(id)].load(); }
 
 bool enable_peer_access(int src, int dst) {
   if (src == dst) return true;

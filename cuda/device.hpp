@@ -32,6 +32,8 @@ class Device {
   std::pair<curandGenerator_t, std::unique_lock<std::mutex>> curand(std::int64_t offset, std::int64_t n);
   std::uint64_t curand_position();
   void set_curand_position(std::uint64_t position);
+  // Frees the generator's device state (made again, at the same position, by the next draw).
+  void release_curand();
 
   // The last op queued, named in the error when a queued kernel fails.
   void set_last_op(const char* op) { last_op_.store(op, std::memory_order_relaxed); }
@@ -51,6 +53,8 @@ class Device {
 
 // The state of gpu(id), created on first use. Callers make gpu(id) current with a DeviceGuard.
 Device& device(int id);
+// gpu(id)'s state if it was made, else nullptr (for what need not make it, such as releasing).
+Device* device_if_made(int id);
 
 // Lets gpu(src) and gpu(dst) access each other's memory directly (NVLink/PCIe P2P) when the
 // hardware allows; returns whether they can. Done once per pair.

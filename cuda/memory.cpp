@@ -33,6 +33,7 @@ struct BlockCache {
   std::mutex mutex;
   std::vector<std::vector<void*>> free;  // [size / kGranule - 1]: free blocks of that size
   std::atomic<std::size_t> live{0};      // bytes of blocks handed out
+  std::atomic<bool> used{false};         // anything allocated on this device yet
   BlockCache() : free(kMaxCached / kGranule) {}
 };
 
@@ -148,7 +149,10 @@ void* device_allocate(int id, std::size_t bytes) {
       blocks.pop_back();
     }
   }
-  if (!ptr) ptr = pool_allocate(id, size);
+  if (!ptr) {
+    ptr = pool_allocate(id, size);
+    if (!c.used.load(std::memory_order_relaxed)) c.used.store(true);
+  }
   c.live += size;
   return ptr;
 }
@@ -182,6 +186,7 @@ MemoryStats device_memory_stats(int id) {
 }
 
 void device_empty_cache(int id) {
+  if (!cache(id).used.load()) return;  // nothing to give back, and no device state to make
   release_cached(id);
   Device& dev = device(id);
   DeviceGuard guard(id);

@@ -48,6 +48,9 @@ class Backend {
   virtual void deallocate(Context ctx, void* ptr, std::size_t bytes) noexcept = 0;
   virtual MemoryStats memory_stats(Context ctx) = 0;
   virtual void empty_cache(Context ctx) = 0;
+  // Frees what the context keeps beyond its memory cache, made again on next use (a GPU's cuRAND
+  // generator state). For mx::release_cached_resources.
+  virtual void release_state(Context) {}
 
   // Copy within ctx, and 2-D strided copy (rows of width bytes) for concat and axis slicing.
   virtual void copy(Context ctx, void* dst, const void* src, std::size_t bytes) = 0;

@@ -13,6 +13,12 @@ std::size_t memory_allocated(Context ctx);  // bytes held by live arrays
 std::size_t memory_reserved(Context ctx);   // bytes held by the allocator (live + cached)
 void empty_cache(Context ctx);              // returns cached, unused memory to the system
 
+// empty_cache on every context, and the GPUs' random-generator state freed (made again, at the
+// same position, by the next draw). The end of a process that used a GPU does this too, so that a
+// leak checker (compute-sanitizer --leak-check full) finds allocated only what live arrays hold;
+// a program may call it itself before such a check. Arrays are untouched.
+void release_cached_resources();
+
 }  // namespace mx
 
 // Fault injection, for tests of what a failed allocation in the middle of work leaves behind.

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "cuda/check.hpp"
@@ -35,21 +36,34 @@ struct LtPlan {
 // and the batch count.
 using LtKey = std::array<std::int64_t, 13>;
 
+// Destroyed when its thread ends (the main thread's at exit, before the runtime's teardown);
+// errors are ignored then.
 struct LtState {
   cublasLtHandle_t handle = nullptr;
   std::map<LtKey, LtPlan> plans;
+  LtState() = default;
+  LtState(const LtState&) = delete;
+  LtState& operator=(const LtState&) = delete;
+  ~LtState() {
+    for (auto& [key, plan] : plans) {
+      if (plan.desc) cublasLtMatmulDescDestroy(plan.desc);
+      for (cublasLtMatrixLayout_t layout : {plan.first, plan.second, plan.out}) {
+        if (layout) cublasLtMatrixLayoutDestroy(layout);
+      }
+    }
+    if (handle) cublasLtDestroy(handle);
+  }
 };
 
-// The calling thread's cuBLASLt state for a device, created on first use and never destroyed (see
-// cuda/device.hpp).
+// The calling thread's cuBLASLt state for a device, created on first use.
 LtState& lt_state(int device) {
-  thread_local std::vector<LtState*> states;
+  thread_local std::vector<std::unique_ptr<LtState>> states;
   const auto id = static_cast<std::size_t>(device);
-  if (states.size() <= id) states.resize(id + 1, nullptr);
+  if (states.size() <= id) states.resize(id + 1);
   if (!states[id]) {
-    auto* state = new LtState;
+    auto state = std::make_unique<LtState>();
     NDG_CUDA_CHECK(cublasLtCreate(&state->handle));
-    states[id] = state;
+    states[id] = std::move(state);
   }
   return *states[id];
 }
