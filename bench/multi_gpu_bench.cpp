@@ -18,6 +18,7 @@
 #include <gluon/nn.hpp>
 #include <gluon/trainer.hpp>
 #include <gluon/utils.hpp>
+#include <ndarray/dist.hpp>
 
 #include "bench/bench_util.hpp"
 #include "bench/cuda_check.hpp"
@@ -37,12 +38,13 @@ std::vector<mx::Context> first_gpus(int n) {
 }
 
 // Seconds per data-parallel step over `gpus`; from_host: the batch starts on cpu(0) each step.
-double step_seconds(const std::vector<mx::Context>& gpus, bool from_host) {
+// kvstore "dist_sync": one process of a job (--dist), its gradients summed over every process.
+double step_seconds(const std::vector<mx::Context>& gpus, bool from_host, const std::string& kvstore = "device") {
   const auto n = static_cast<std::int64_t>(gpus.size());
   nn::Sequential net;
   net.add(nn::Dense(4096, "relu", true, 784), nn::Dense(4096, "relu", true, 4096), nn::Dense(10, "", true, 4096));
   net.initialize(mx::init::Xavier(), gpus);
-  mx::gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", 0.05}});
+  mx::gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", 0.05}}, kvstore);
   mx::gluon::loss::SoftmaxCrossEntropyLoss loss;
   const nd::NDArray x_host = nd::random::uniform(0, 1, {n * kBatchPerGpu, 784}, mx::cpu());
   // Labels 0..9: uniform in (0, 9.99], truncated.
@@ -97,12 +99,34 @@ double raw_all_reduce_seconds(int devices, std::size_t count) {
   return t;
 }
 
+// --dist: this process is one rank of a job (ndgluon-run -n N multi_gpu_bench --dist), training on
+// gpu(local_rank) with Trainer "dist_sync"; rank 0 prints the job's samples/s.
+int run_dist() {
+  mx::dist::init();
+  const int world = mx::dist::world_size();
+  const std::vector<mx::Context> mine{mx::gpu(mx::dist::local_rank() % mx::num_gpus())};
+  for (bool from_host : {false, true}) {
+    const double samples_per_s = static_cast<double>(world * kBatchPerGpu) / step_seconds(mine, from_host, "dist_sync");
+    if (mx::dist::rank() == 0) {
+      std::printf("| %s | %d processes x 1 GPU (dist_sync) | %.0f |\n",
+                  from_host ? "copied from cpu(0)" : "resident on each GPU", world, samples_per_s);
+      std::fflush(stdout);
+    }
+  }
+  mx::dist::shutdown();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Multi-GPU benchmarks (2 or more GPUs): data-parallel MLP training on 1, 2 and 4 GPUs, and a "
-               "256 MiB all-reduce through NCCL and peer copies against a raw ncclAllReduce. No options."};
+               "256 MiB all-reduce through NCCL and peer copies against a raw ncclAllReduce. With --dist, one "
+               "rank of a multi-process job instead (ndgluon-run -n 2 multi_gpu_bench --dist)."};
+  bool dist = false;
+  app.add_flag("--dist", dist, "run as one process of a job started by ndgluon-run, torchrun, mpirun or srun");
   if (const std::optional<int> exit_code = cli::parse(app, argc, argv)) return *exit_code;
+  if (dist) return run_dist();
 
   const int gpus = mx::num_gpus();
   if (gpus < 2) {

@@ -1,5 +1,6 @@
 // The GPU backend: every op of gpu(i) is queued on that device's stream (cuda/device.hpp) and
 // returns at once; synchronize() waits and reports a failed kernel with the last op queued.
+#include <cstring>
 #include <string>
 
 #include "cuda/check.hpp"
@@ -31,7 +32,13 @@ class OnDevice {
 
 class GpuBackend final : public Backend {
  public:
-  void* allocate(Context ctx, std::size_t bytes) override { return cuda::device_allocate(ctx.device_id(), bytes); }
+  void* allocate(Context ctx, std::size_t bytes) override {
+    UploadHint& hint = upload_hint();
+    if (hint.device != ctx.device_id()) return cuda::device_allocate(ctx.device_id(), bytes);
+    hint.device = -1;  // one block: the copy's destination
+    hint.block = cuda::device_allocate_for_upload(ctx.device_id(), bytes);
+    return hint.block;
+  }
   void deallocate(Context ctx, void* ptr, std::size_t bytes) noexcept override {
     cuda::device_free(ctx.device_id(), ptr, bytes);
   }
@@ -76,11 +83,7 @@ class GpuBackend final : public Backend {
       NDG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, on.stream()));
       synchronize(src_ctx);
     } else if (src_ctx.is_cpu()) {
-      // host -> device: wait too (as PyTorch's blocking copy does), so that the host array may be
-      // changed or freed as soon as copyto returns.
-      OnDevice on(dst_ctx, "copyto");
-      NDG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, on.stream()));
-      synchronize(dst_ctx);
+      copy_from_host(dst_ctx, dst, src, bytes);
     } else if (src_ctx == dst_ctx) {
       copy(dst_ctx, dst, src, bytes);
     } else {
@@ -126,6 +129,7 @@ class GpuBackend final : public Backend {
   void synchronize(Context ctx) override {
     Device& dev = cuda::device(ctx.device_id());
     const cudaError_t status = cudaStreamSynchronize(dev.stream());
+    if (std::string failed = cuda::world_failure(ctx.device_id()); !failed.empty()) throw DeviceError(failed);
     if (status != cudaSuccess) {
       throw DeviceError(ctx.str() + ": a queued GPU operation failed (last op queued: '" + dev.last_op() +
                         "'): " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
@@ -148,6 +152,65 @@ class GpuBackend final : public Backend {
       NDG_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_id, src, src_id, bytes, src_dev.stream()));
     }
     wait_for(dst_dev, src_dev);  // dst's later work sees the copied data
+  }
+
+  // host -> device without waiting: src is copied into a pinned staging block at once (the
+  // caller may change or free it when this returns), and the DMA from there runs on the device's
+  // copy stream. The device's later work waits for it by event; a destination that the device may
+  // still be using (any but a fresh upload block, see UploadScope) is written only after the work
+  // queued so far. The staging block returns to its cache when the copy has finished.
+  void copy_from_host(Context dst_ctx, void* dst, const void* src, std::size_t bytes) {
+    UploadHint& hint = upload_hint();
+    const bool fresh = hint.block == dst;
+    hint.block = nullptr;
+    OnDevice on(dst_ctx, "copyto");
+    Device& dev = on.device();
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    NDG_CUDA_CHECK(cudaStreamIsCapturing(dev.stream(), &capturing));
+    // While a graph is recorded, a blocking copy ends the recording as any host wait does (the
+    // caller then runs the work as it comes); without pinned memory it is the only way.
+    void* staging = capturing == cudaStreamCaptureStatusNone ? cuda::allocate_pinned_staging(bytes) : nullptr;
+    if (staging == nullptr) {
+      NDG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, on.stream()));
+      synchronize(dst_ctx);
+      return;
+    }
+    std::memcpy(staging, src, bytes);
+    cudaEvent_t copied = nullptr;
+    try {
+      if (!fresh) stream_wait(dev.copy_stream(), dev.stream());
+      NDG_CUDA_CHECK(cudaMemcpyAsync(dst, staging, bytes, cudaMemcpyHostToDevice, dev.copy_stream()));
+      copied = record(dev.copy_stream());
+      if (copied == nullptr) {
+        cudaStreamSynchronize(dev.copy_stream());  // nothing else tells when the block is free
+        NDG_CUDA_CHECK(cudaGetLastError());
+      }
+      NDG_CUDA_CHECK(cudaStreamWaitEvent(dev.stream(), copied, 0));
+    } catch (...) {
+      cuda::release_pinned_after(staging, copied);
+      throw;
+    }
+    cuda::release_pinned_after(staging, copied);
+  }
+
+  // An event recorded on stream now (the current device's), or nullptr if it could not be.
+  static cudaEvent_t record(cudaStream_t stream) {
+    cudaEvent_t event = nullptr;
+    if (cudaEventCreateWithFlags(&event, cudaEventDisableTiming) != cudaSuccess) return nullptr;
+    if (cudaEventRecord(event, stream) != cudaSuccess) {
+      cudaEventDestroy(event);
+      return nullptr;
+    }
+    return event;
+  }
+
+  // Makes `waiter` wait for the work queued so far on `done` (streams of the current device).
+  static void stream_wait(cudaStream_t waiter, cudaStream_t done) {
+    cudaEvent_t event = record(done);
+    if (event == nullptr) NDG_CUDA_CHECK(cudaGetLastError());
+    const cudaError_t status = cudaStreamWaitEvent(waiter, event, 0);
+    cudaEventDestroy(event);  // released once it has completed
+    NDG_CUDA_CHECK(status);
   }
 
   // Makes `waiter`'s stream wait for the work queued so far on `done`'s stream.

@@ -14,6 +14,7 @@ namespace mx::cuda {
 
 Device::Device(int id) : id_(id) {
   NDG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  NDG_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
   // Before any use of the generator (curand_position() may create it): draws must be queued on
   // this stream, or the ops that read them would not be ordered after them.
   curand_.set_stream(stream_);

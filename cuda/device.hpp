@@ -1,5 +1,6 @@
 #pragma once
-// Per-GPU state: the stream every op of that GPU is queued on, its memory pool, and the cuBLAS and
+// Per-GPU state: the stream every op of that GPU is queued on, the stream of copies from the host,
+// its memory pool, and the cuBLAS and
 // cuRAND handles, created on first use. The states live until the process ends (never destroyed:
 // destroying CUDA objects during static destruction races the runtime's own teardown).
 #include <cublas_v2.h>
@@ -9,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "cuda/curand_stream.hpp"
@@ -23,6 +25,10 @@ class Device {
 
   int id() const { return id_; }
   cudaStream_t stream() const { return stream_; }
+  // Copies from the host run here, beside the device's work, and are ordered against stream()
+  // by events: the device's work waits for a copy it reads, and a copy into memory the device may
+  // still use waits for that work (cuda/backend.cpp).
+  cudaStream_t copy_stream() const { return copy_stream_; }
   cudaMemPool_t pool() const { return pool_; }
   int multiprocessors() const { return multiprocessors_; }
 
@@ -42,6 +48,7 @@ class Device {
  private:
   int id_;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t copy_stream_ = nullptr;
   cudaMemPool_t pool_ = nullptr;
   int multiprocessors_ = 0;
   std::once_flag cublas_once_;
@@ -55,6 +62,10 @@ class Device {
 Device& device(int id);
 // gpu(id)'s state if it was made, else nullptr (for what need not make it, such as releasing).
 Device* device_if_made(int id);
+
+// The failure of mx::dist's communicator on gpu(device) (cuda/nccl.cpp, Note [the world
+// communicator]), or empty: synchronize throws it.
+std::string world_failure(int device);
 
 // Lets gpu(src) and gpu(dst) access each other's memory directly (NVLink/PCIe P2P) when the
 // hardware allows; returns whether they can. Done once per pair.

@@ -61,16 +61,18 @@ void release_cached(int id) {
   }
 }
 
-void* pool_allocate(int id, std::size_t bytes) {
+// From the pool, in the order of gpu(id)'s stream (or its copy stream).
+void* pool_allocate(int id, std::size_t bytes, bool for_copy = false) {
   Device& dev = device(id);
   DeviceGuard guard(id);
+  const cudaStream_t stream = for_copy ? dev.copy_stream() : dev.stream();
   void* ptr = nullptr;
-  cudaError_t status = cudaMallocAsync(&ptr, bytes, dev.stream());
+  cudaError_t status = cudaMallocAsync(&ptr, bytes, stream);
   if (status == cudaErrorMemoryAllocation) {
     // Give cached blocks back and try once more before failing.
     cudaGetLastError();
     device_empty_cache(id);  // the cached blocks too
-    status = cudaMallocAsync(&ptr, bytes, dev.stream());
+    status = cudaMallocAsync(&ptr, bytes, stream);
   }
   if (status == cudaErrorMemoryAllocation) {
     cudaGetLastError();
@@ -153,6 +155,17 @@ void* device_allocate(int id, std::size_t bytes) {
     ptr = pool_allocate(id, size);
     if (!c.used.load(std::memory_order_relaxed)) c.used.store(true);
   }
+  c.live += size;
+  return ptr;
+}
+
+void* device_allocate_for_upload(int id, std::size_t bytes) {
+  if (capture_memory && capture_memory->device() == id) return capture_memory->allocate(bytes);
+  BlockCache& c = cache(id);
+  const std::size_t size = rounded(bytes);
+  // Not from the block cache: its blocks are free in the device stream's order only.
+  void* ptr = pool_allocate(id, size, true);
+  if (!c.used.load(std::memory_order_relaxed)) c.used.store(true);
   c.live += size;
   return ptr;
 }

@@ -3,6 +3,8 @@
 // stream), with small blocks (up to 1 MiB) cached on the host side per size. Freed blocks stay
 // cached (in the pool, release threshold unlimited, or in the block cache) until empty_cache.
 // Internal to cuda/.
+#include <cuda_runtime.h>
+
 #include <cstddef>
 #include <unordered_map>
 #include <vector>
@@ -16,6 +18,17 @@ void* device_allocate(int id, std::size_t bytes);
 void device_free(int id, void* ptr, std::size_t bytes) noexcept;  // bytes as allocated
 MemoryStats device_memory_stats(int id);
 void device_empty_cache(int id);
+// A block for the destination of a copy from the host, allocated in gpu(id)'s copy stream order
+// (so that the copy need not wait for the device's queued work); freed with device_free, once
+// the device's stream has waited for the copy.
+void* device_allocate_for_upload(int id, std::size_t bytes);
+
+// Pinned host blocks that stage copies to a device (taken from the pinned allocator's cache),
+// nullptr when pinned memory cannot be had. A staging block returns to the cache once `done`
+// (recorded after the copy that reads it) has completed: release_pinned_after takes the event
+// and destroys it then.
+void* allocate_pinned_staging(std::size_t bytes);
+void release_pinned_after(void* block, cudaEvent_t done);
 
 // Memory that a CUDA graph keeps (PyTorch's private graph pool): while a CaptureMemory is
 // installed on a thread, that thread's allocations on its device come from it, and blocks freed

@@ -5,12 +5,17 @@
 // the work that reads them, with no host synchronisation.
 #include <nccl.h>
 
+#include <chrono>
+#include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "context/error.hpp"
+#include "cuda/check.hpp"
 #include "cuda/device.hpp"
 #include "cuda/device_guard.hpp"
 #include "ndarray/backend.hpp"
@@ -42,8 +47,196 @@ std::string device_list(const std::vector<int>& devices) {
   return out;
 }
 
+// Note [the world communicator]
+// mx::dist's process group: one NCCL communicator per GPU of this process, ranks first_rank .. of
+// nranks across the job. NCCL waits forever for a rank that has stopped, so a watchdog thread
+// follows every collective with an event per GPU: one that has not finished after the timeout,
+// or an error NCCL reports, aborts the communicators (which ends their kernels) and records the
+// failure, which every later world call and every synchronize on those GPUs throws. As
+// torch.distributed's NCCL watchdog.
+class World {
+ public:
+  void init(const std::string& id, int nranks, int first_rank, const std::vector<int>& devices, double timeout,
+            const std::string& who) {
+    std::lock_guard lock(mutex_);
+    if (!comms_.empty()) throw ValueError("dist: the communicator of " + who_ + " exists already");
+    ncclUniqueId unique;
+    if (id.size() != sizeof unique) throw ValueError("dist: an NCCL id of " + std::to_string(id.size()) + " bytes");
+    std::memcpy(&unique, id.data(), sizeof unique);
+    for (int d : devices) cuda::device(d);  // the streams exist before NCCL is used with them
+    std::vector<ncclComm_t> comms(devices.size());
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    ncclResult_t first_error = ncclSuccess;
+    for (std::size_t i = 0; i < devices.size() && first_error == ncclSuccess; ++i) {
+      cuda::DeviceGuard guard(devices[i]);
+      first_error = ncclCommInitRank(&comms[i], nranks, unique, first_rank + static_cast<int>(i));
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    const std::string what = "ncclCommInitRank (" + who + ", " + std::to_string(nranks) + " NCCL ranks)";
+    check_nccl(first_error, what);
+    check_nccl(end, what);
+    devices_ = devices;
+    comms_ = std::move(comms);
+    timeout_ = timeout;
+    who_ = who;
+    stop_ = false;
+    watchdog_ = std::thread([this] { watch(); });
+  }
+
+  void collective(const std::vector<AllReduceItem>& items, const std::string& op, bool broadcast) {
+    for (const AllReduceItem& item : items) nccl_type(item.dtype);
+    std::vector<ncclComm_t> comms;
+    {
+      std::lock_guard lock(mutex_);
+      if (!failure_.empty()) throw DeviceError(failure_);
+      if (comms_.empty()) throw ValueError("dist: " + op + " before the communicator was made (dist::init)");
+      comms = comms_;
+    }
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    ncclResult_t first_error = ncclSuccess;
+    for (const AllReduceItem& item : items) {
+      for (std::size_t r = 0; r < devices_.size() && first_error == ncclSuccess; ++r) {
+        cuda::Device& dev = cuda::device(devices_[r]);
+        dev.set_last_op(broadcast ? "broadcast" : "all_reduce");
+        const auto count = static_cast<std::size_t>(item.count);
+        first_error = broadcast ? ncclBroadcast(item.buffers[r], item.buffers[r], count, nccl_type(item.dtype), 0,
+                                                comms[r], dev.stream())
+                                : ncclAllReduce(item.buffers[r], item.buffers[r], count, nccl_type(item.dtype),
+                                                ncclSum, comms[r], dev.stream());
+      }
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    check_nccl(first_error, who_ + ": " + op);
+    check_nccl(end, who_ + ": ncclGroupEnd of " + op);
+    Pending pending{{}, op, std::chrono::steady_clock::now()};
+    for (int d : devices_) {
+      cuda::DeviceGuard guard(d);
+      cudaEvent_t done = nullptr;
+      NDG_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+      NDG_CUDA_CHECK(cudaEventRecord(done, cuda::device(d).stream()));
+      pending.done.push_back(done);
+    }
+    std::lock_guard lock(mutex_);
+    pending_.push_back(std::move(pending));
+  }
+
+  std::string failure_on(int device) {
+    std::lock_guard lock(mutex_);
+    if (failure_.empty()) return {};
+    for (int d : devices_) {
+      if (d == device) return failure_;
+    }
+    return {};
+  }
+
+  // Waits for the collectives queued, then destroys the communicators (not after an abort).
+  void shutdown() {
+    {
+      std::lock_guard lock(mutex_);
+      if (comms_.empty()) return;
+      stop_ = true;
+    }
+    watchdog_.join();
+    std::lock_guard lock(mutex_);
+    for (Pending& p : pending_) {
+      for (cudaEvent_t e : p.done) {
+        if (aborted_) cudaEventDestroy(e);
+        else {
+          cudaEventSynchronize(e);
+          cudaEventDestroy(e);
+        }
+      }
+    }
+    pending_.clear();
+    if (!aborted_) {
+      for (ncclComm_t c : comms_) ncclCommDestroy(c);
+    }
+    comms_.clear();
+    devices_.clear();
+  }
+
+ private:
+  struct Pending {
+    std::vector<cudaEvent_t> done;  // one per GPU, recorded after the collective
+    std::string op;
+    std::chrono::steady_clock::time_point start;
+  };
+
+  void watch() {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::string failed;
+      {
+        std::lock_guard lock(mutex_);
+        if (stop_) return;
+        for (ncclComm_t c : comms_) {
+          ncclResult_t async = ncclSuccess;
+          if (ncclCommGetAsyncError(c, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress) {
+            failed = "NCCL reported " + std::string(ncclGetErrorString(async)) +
+                     (pending_.empty() ? "" : " during " + pending_.front().op);
+          }
+        }
+        while (failed.empty() && !pending_.empty()) {
+          Pending& front = pending_.front();
+          bool done = true;
+          for (cudaEvent_t e : front.done) done = done && cudaEventQuery(e) != cudaErrorNotReady;
+          if (done) {
+            for (cudaEvent_t e : front.done) cudaEventDestroy(e);
+            pending_.pop_front();
+            continue;
+          }
+          const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - front.start).count();
+          if (waited > timeout_) {
+            failed = front.op + " did not finish within " + std::to_string(static_cast<long>(timeout_)) +
+                     " s: another rank has stopped or hangs";
+          }
+          break;
+        }
+        if (failed.empty()) continue;
+        failure_ = "dist: " + who_ + ": " + failed + " (the communicator was aborted)";
+        aborted_ = true;
+      }
+      for (ncclComm_t c : comms_) ncclCommAbort(c);  // ends the kernels that wait for the others
+      return;
+    }
+  }
+
+  std::mutex mutex_;
+  std::vector<int> devices_;
+  std::vector<ncclComm_t> comms_;
+  double timeout_ = 300;
+  std::string who_;
+  std::string failure_;
+  bool aborted_ = false;
+  bool stop_ = false;
+  std::deque<Pending> pending_;
+  std::thread watchdog_;
+};
+
+World& world() {
+  static World* instance = new World;  // never destroyed (see cuda/device.hpp); shutdown() ends it
+  return *instance;
+}
+
 class NcclCollectives final : public Collectives {
  public:
+  std::string make_world_id() override {
+    ncclUniqueId id;
+    check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    return std::string(reinterpret_cast<const char*>(&id), sizeof id);
+  }
+  void init_world(const std::string& id, int nranks, int first_rank, const std::vector<int>& devices,
+                  double timeout_seconds, const std::string& who) override {
+    world().init(id, nranks, first_rank, devices, timeout_seconds, who);
+  }
+  void all_reduce_world(const std::vector<AllReduceItem>& items, const std::string& op) override {
+    world().collective(items, op, false);
+  }
+  void broadcast_world(const std::vector<AllReduceItem>& items, const std::string& op) override {
+    world().collective(items, op, true);
+  }
+  void shutdown_world() override { world().shutdown(); }
+
   void all_reduce_sum(const std::vector<int>& devices, const std::vector<AllReduceItem>& items) override {
     for (const AllReduceItem& item : items) nccl_type(item.dtype);  // refuse before anything is queued
     // One thread at a time: a clique's group launches must not interleave across host threads.
@@ -85,5 +278,9 @@ Collectives* nccl_collectives() {
   static NcclCollectives instance;
   return &instance;
 }
+
+namespace cuda {
+std::string world_failure(int device) { return world().failure_on(device); }
+}  // namespace cuda
 
 }  // namespace mx

@@ -7,6 +7,7 @@
 #include "context/device.hpp"
 #include "context/error.hpp"
 #include "gluon/amp.hpp"
+#include "ndarray/dist.hpp"
 #include "ndarray/optimizer_ops.hpp"
 #include "ndarray/profiler.hpp"
 
@@ -36,7 +37,15 @@ nd::ReduceAlgo algo_for_kvstore(const std::string& kvstore) {
     return nd::ReduceAlgo::nccl;
   }
   if (kvstore == "p2p") return nd::ReduceAlgo::peer;
-  throw ValueError("Trainer: unknown kvstore '" + kvstore + "'; valid: device, nccl, p2p");
+  if (kvstore == "dist_sync") {
+    if (!dist::is_initialized()) {
+      throw ValueError("Trainer: kvstore 'dist_sync' sums gradients across the processes of a job: call "
+                       "mx::dist::init() first (in every process, started by a launcher such as ndgluon-run, "
+                       "torchrun, mpirun or srun)");
+    }
+    return nd::ReduceAlgo::automatic;
+  }
+  throw ValueError("Trainer: unknown kvstore '" + kvstore + "'; valid: device, nccl, p2p, dist_sync");
 }
 
 // kvstore 'nccl': every trained parameter's copies on GPUs (those not yet initialised are checked
@@ -74,7 +83,7 @@ HyperParams optimizer_only(HyperParams params) {
 Trainer::Trainer(ParameterDict params, const std::string& optimizer, const HyperParams& optimizer_params,
                  std::shared_ptr<lr_scheduler::LRScheduler> scheduler, const std::string& kvstore)
     : params_(std::move(params)), optimizer_(Optimizer::create(optimizer, optimizer_only(optimizer_params))),
-      lr_scheduler_(std::move(scheduler)), reduce_algo_(algo_for_kvstore(kvstore)) {
+      lr_scheduler_(std::move(scheduler)), reduce_algo_(algo_for_kvstore(kvstore)), dist_(kvstore == "dist_sync") {
   const auto check = optimizer_params.find("check_finite");
   check_finite_ = check != optimizer_params.end() && check->second != 0;
   if (reduce_algo_ == nd::ReduceAlgo::nccl) check_on_gpus("Trainer", params_);
@@ -83,6 +92,22 @@ Trainer::Trainer(ParameterDict params, const std::string& optimizer, const Hyper
   // Last, so that a refused Trainer leaves the scheduler alone. The rate was checked by create().
   const auto lr = optimizer_params.find("learning_rate");
   if (lr_scheduler_ && lr != optimizer_params.end()) lr_scheduler_->set_base_lr(lr->second);
+  if (dist_) broadcast_new_parameters();
+}
+
+void Trainer::broadcast_new_parameters() {
+  std::vector<std::vector<nd::NDArray>> groups;
+  for (auto& [name, param] : params_) {
+    if (broadcast_.count(name) || param.list_ctx().empty()) continue;
+    bool ready = true;
+    try {
+      groups.push_back(param.list_data());
+    } catch (const Error&) {  // not initialised yet (deferred): at the first step that finds it so
+      ready = false;
+    }
+    if (ready) broadcast_.insert(name);
+  }
+  dist::broadcast_from_rank0(groups);
 }
 
 double Trainer::learning_rate() const {
@@ -113,13 +138,16 @@ void Trainer::check_ready(const char* op, std::int64_t batch_size) const {
 }
 
 void Trainer::allreduce_grads() {
+  if (dist_) broadcast_new_parameters();
   std::vector<std::vector<nd::NDArray>> groups;
   for (auto& [name, param] : params_) {
     if (param.grad_req() == "null") continue;
     std::vector<nd::NDArray> grads = param.list_grad();
-    if (grads.size() > 1) groups.push_back(std::move(grads));
+    if (grads.size() > 1 || dist_) groups.push_back(std::move(grads));
   }
-  nd::all_reduce(groups, reduce_algo_);  // one fused NCCL launch for all of them
+  // One fused NCCL launch for all of them; across the processes too with dist_sync.
+  if (dist_) dist::all_reduce(groups);
+  else nd::all_reduce(groups, reduce_algo_);
 }
 
 void Trainer::update(std::int64_t batch_size) {
@@ -195,7 +223,9 @@ void Trainer::apply_updates(const char* op, std::int64_t batch_size, double loss
     }
     optimizer_->set_learning_rate(lr);
   }
-  optimizer_->set_rescale_grad(rescale_grad_ / (static_cast<double>(batch_size) * loss_scale));
+  // dist_sync: batch_size is this process's; the sum is over every process's (Horovod's and DDP's mean).
+  const double processes = dist_ ? dist::world_size() : 1;
+  optimizer_->set_rescale_grad(rescale_grad_ / (static_cast<double>(batch_size) * processes * loss_scale));
   try {
     optimizer_->update_multi(keys, weights, grads);
   } catch (...) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "gluon/lr_scheduler.hpp"
@@ -36,7 +37,12 @@ class Trainer {
  public:
   // kvstore: how gradients are summed across contexts. "device" (the default): NCCL when the build
   // has it and the copies are on GPUs, else peer copies; "nccl": NCCL only; "p2p": peer copies
-  // only (GPU-to-GPU over NVLink/PCIe where the pair allows, as MXNet's "device").
+  // only (GPU-to-GPU over NVLink/PCIe where the pair allows, as MXNet's "device"); "dist_sync"
+  // (MXNet's name): across every process of a job too, after mx::dist::init() (ndarray/dist.hpp),
+  // through NCCL. With dist_sync the parameters start as rank 0's (broadcast here, or at the first
+  // step for those initialised later), and step(batch_size) takes this process's batch size: the
+  // gradients summed over the processes are divided by batch_size * world_size, as Horovod's
+  // DistributedTrainer and PyTorch's DDP average them.
   // Throws mx::ValueError, and no Trainer is made, for an unknown optimizer, hyper-parameter or
   // kvstore, a hyper-parameter out of its range (see Optimizer::create), and for "nccl" in a build
   // without CUDA or NCCL or with a trained parameter that has a copy off the GPUs (named with its
@@ -102,6 +108,9 @@ class Trainer {
   std::int64_t num_update_ = 0;  // the largest of update_counts_
   double rescale_grad_ = 1;
   nd::ReduceAlgo reduce_algo_;
+  bool dist_ = false;                // kvstore dist_sync
+  std::set<std::string> broadcast_;  // parameters made rank 0's already (dist_sync)
+  void broadcast_new_parameters();
   std::shared_ptr<amp::LossScaler> loss_scaler_;
   bool check_finite_ = false;
   // Throws mx::NonFiniteError naming the trained parameters whose gradient is not finite.

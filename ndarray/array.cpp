@@ -135,8 +135,12 @@ void* NDArray::data() const { return static_cast<char*>(storage_->data()) + offs
 NDArray NDArray::copyto(Context ctx) const {
   detail::check_not_none("copyto", *this);
   if (ctx == context()) return copy();
-  NDArray out(shape_, ctx, dtype_);
-  copyto(out);
+  NDArray out;
+  {
+    const UploadScope upload(context(), ctx);  // from the host: a destination that need not wait
+    out = NDArray(shape_, ctx, dtype_);
+    copyto(out);
+  }
   if (autograd::needs_record({this})) {
     // The gradient goes back to where the source lives: backward runs on the forward's contexts.
     autograd::record_op("copyto", out, {this}, [src = context()](const NDArray& g) {

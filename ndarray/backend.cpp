@@ -16,6 +16,17 @@ void copy_across(Context dst_ctx, void* dst, Context src_ctx, const void* src, s
   via.copy_across(dst_ctx, dst, src_ctx, src, bytes);
 }
 
+UploadHint& upload_hint() {
+  thread_local UploadHint hint;
+  return hint;
+}
+
+UploadScope::UploadScope(Context from, Context to) {
+  if (from.is_cpu() && to.is_gpu()) upload_hint() = {to.device_id(), nullptr};
+}
+
+UploadScope::~UploadScope() { upload_hint() = {}; }
+
 void synchronize_all() {
   for (int i = 0; i < num_gpus(); ++i) gpu_backend()->synchronize(gpu(i));
 }

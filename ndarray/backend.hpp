@@ -61,7 +61,9 @@ class Backend {
   virtual void copy_batch(Context ctx, const std::vector<CopyItem>& items) = 0;
 
   // Copy between contexts (host<->device, device<->device); the GPU backend handles every pair
-  // that involves a GPU. When it returns, dst is readable on the CPU or ordered on dst's stream.
+  // that involves a GPU. When it returns, dst is readable on the CPU or ordered on dst's stream,
+  // and src may be changed or freed: a copy from the host to a GPU is queued without waiting, from
+  // a pinned copy of src taken before returning.
   virtual void copy_across(Context dst_ctx, void* dst, Context src_ctx, const void* src,
                            std::size_t bytes) = 0;
 
@@ -109,6 +111,23 @@ Backend* gpu_backend();
 // involved).
 void copy_across(Context dst_ctx, void* dst, Context src_ctx, const void* src, std::size_t bytes);
 
+// A copy from cpu(0) into a new array on a GPU (copyto(gpu(i)), split_and_load): while an
+// UploadScope lives on a thread, the first allocation on that GPU is made for the copy (in its copy
+// stream's order, see cuda/device.hpp) and the copy into that block need not wait for the work
+// already queued on the device. No effect for other pairs of contexts.
+struct UploadHint {
+  int device = -1;         // the GPU whose next allocation is the copy's destination, or -1
+  void* block = nullptr;   // that allocation, once made
+};
+UploadHint& upload_hint();  // the calling thread's
+class UploadScope {
+ public:
+  UploadScope(Context from, Context to);
+  ~UploadScope();
+  UploadScope(const UploadScope&) = delete;
+  UploadScope& operator=(const UploadScope&) = delete;
+};
+
 // Waits for every GPU's queued work.
 void synchronize_all();
 
@@ -135,6 +154,19 @@ struct Collectives {
   // Every buffer of each item becomes the elementwise sum of the item's buffers, in place. Queued
   // on each device's stream, all items in one fused launch; returns without waiting.
   virtual void all_reduce_sum(const std::vector<int>& devices, const std::vector<AllReduceItem>& items) = 0;
+
+  // Across processes (mx::dist): rank 0 makes the id (ncclGetUniqueId's bytes) that every process
+  // passes to init_world, with this process's GPUs as ranks first_rank, first_rank + 1, ... of
+  // nranks. A collective that has not finished after timeout_seconds (a rank stopped), or that
+  // NCCL reports failed, aborts the communicator; from then on every world call, and every wait
+  // for a GPU of the world (synchronize), throws mx::DeviceError with that failure.
+  virtual std::string make_world_id() = 0;
+  virtual void init_world(const std::string& id, int nranks, int first_rank, const std::vector<int>& devices,
+                          double timeout_seconds, const std::string& who) = 0;
+  // Items' buffers are ordered as init_world's devices. op names the call in errors.
+  virtual void all_reduce_world(const std::vector<AllReduceItem>& items, const std::string& op) = 0;
+  virtual void broadcast_world(const std::vector<AllReduceItem>& items, const std::string& op) = 0;  // from rank 0
+  virtual void shutdown_world() = 0;
 };
 Collectives* nccl_collectives();
 

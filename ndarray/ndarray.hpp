@@ -9,6 +9,7 @@
 #include "ndarray/collective.hpp"
 #include "ndarray/creation.hpp"
 #include "ndarray/describe.hpp"
+#include "ndarray/dist.hpp"
 #include "ndarray/elementwise.hpp"
 #include "ndarray/io.hpp"
 #include "ndarray/linalg.hpp"

@@ -215,8 +215,20 @@ std::int64_t DataLoader::batches_for(std::int64_t samples) const {
   return last_batch_ == LastBatch::keep ? (samples + batch_size_ - 1) / batch_size_ : samples / batch_size_;
 }
 
+DataLoader& DataLoader::shard(std::int64_t parts, std::int64_t index) {
+  if (parts < 1 || index < 0 || index >= parts) {
+    throw ValueError("DataLoader::shard: part " + std::to_string(index) + " of " + std::to_string(parts) +
+                     " does not exist; parts must be >= 1 and 0 <= index < parts");
+  }
+  parts_ = parts;
+  part_ = index;
+  return *this;
+}
+
+std::int64_t DataLoader::samples_per_epoch() const { return (dataset_.size() + parts_ - 1) / parts_; }
+
 std::int64_t DataLoader::size() const {
-  return batches_for(static_cast<std::int64_t>(rolled_over_.size()) + dataset_.size());
+  return batches_for(static_cast<std::int64_t>(rolled_over_.size()) + samples_per_epoch());
 }
 
 std::vector<std::int64_t> DataLoader::next_sample_order() {
@@ -228,7 +240,16 @@ std::vector<std::int64_t> DataLoader::next_sample_order() {
   std::vector<std::int64_t> order(static_cast<std::size_t>(dataset_.size()));
   std::iota(order.begin(), order.end(), std::int64_t{0});
   if (shuffle_) shuffle(order, mx::random::current_seed(), epoch);
-  return order;
+  if (parts_ == 1 || order.empty()) return order;
+  // This part: padded with the order's first samples to a multiple of parts, every parts-th.
+  const auto n = static_cast<std::size_t>(samples_per_epoch() * parts_);
+  order.reserve(n);
+  for (std::size_t i = 0; order.size() < n; ++i) order.push_back(order[i]);
+  std::vector<std::int64_t> part;
+  for (std::size_t i = static_cast<std::size_t>(part_); i < n; i += static_cast<std::size_t>(parts_)) {
+    part.push_back(order[i]);
+  }
+  return part;
 }
 
 DataLoader::Iterator DataLoader::begin() {

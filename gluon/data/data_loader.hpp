@@ -56,6 +56,15 @@ class DataLoader {
   DataLoader(ArrayDataset dataset, std::int64_t batch_size, bool shuffle = false,
              const std::string& last_batch = "keep", BatchTransform transform = {});
 
+  // Data parallelism across processes: from now on each epoch gives only part `index` of
+  // `parts` of its (shuffled) sample order, every parts-th sample from index on, after the order
+  // is padded with its own first samples to a multiple of parts, so that every part has
+  // ceil(N / parts) samples (PyTorch's DistributedSampler). Every process draws the same order
+  // (the same seed: mx::random::seed in each), so the parts are disjoint and cover the data set:
+  //   loader.shard(mx::dist::world_size(), mx::dist::rank());
+  // mx::ValueError unless parts >= 1 and 0 <= index < parts.
+  DataLoader& shard(std::int64_t parts, std::int64_t index);
+
   // The number of batches the next epoch gives (Python's len(loader)).
   std::int64_t size() const;
   std::int64_t batch_size() const { return batch_size_; }
@@ -80,6 +89,8 @@ class DataLoader {
   std::uint64_t seed_generation_;            // mx::random::seed_generation() that epoch_ counts from
   std::uint64_t epoch_ = 0;                  // epochs started since then
   std::vector<std::int64_t> rolled_over_;    // samples carried to the next epoch ("rollover")
+  std::int64_t parts_ = 1, part_ = 0;        // shard()
+  std::int64_t samples_per_epoch() const;    // this part's
 };
 
 // An input iterator over one epoch. Copies share the epoch; the thread stops when the last copy

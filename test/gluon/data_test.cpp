@@ -580,6 +580,46 @@ BOOST_AUTO_TEST_CASE(shuffle_sees_every_sample_once_per_epoch) {
   BOOST_TEST(orders.size() == 3u);  // a new order every epoch
 }
 
+// Three ranks of a job, each with the same seed: their parts of an epoch are disjoint, cover the
+// data set (103 samples padded to 105 with the epoch's first two), are reshuffled every epoch, and
+// part i is every third sample of the whole epoch's order from i on.
+BOOST_AUTO_TEST_CASE(shards_split_each_shuffled_epoch_between_the_ranks) {
+  const gdata::ArrayDataset dataset = numbered_dataset(103);
+  std::vector<std::vector<std::int64_t>> first_epochs;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    BOOST_TEST_CONTEXT("epoch " << epoch) {
+      mx::random::seed(21);
+      gdata::DataLoader whole(dataset, 200, true);
+      std::vector<std::int64_t> full = run_epoch(whole);
+      if (epoch == 1) full = run_epoch(whole);
+      std::vector<std::int64_t> all;
+      for (std::int64_t part = 0; part < 3; ++part) {
+        mx::random::seed(21);
+        gdata::DataLoader loader(dataset, 10, true);
+        loader.shard(3, part);
+        BOOST_TEST(loader.size() == 4);  // 35 samples
+        std::vector<std::int64_t> order = run_epoch(loader);
+        if (epoch == 1) order = run_epoch(loader);
+        BOOST_TEST(order.size() == 35u);
+        for (std::size_t i = 0; i < order.size(); ++i) {
+          const std::size_t at = static_cast<std::size_t>(part) + 3 * i;
+          BOOST_TEST(order[i] == full[at % full.size()]);
+        }
+        all.insert(all.end(), order.begin(), order.end());
+        if (part == 0) first_epochs.push_back(order);
+      }
+      std::sort(all.begin(), all.end());
+      all.erase(std::unique(all.begin(), all.end()), all.end());
+      BOOST_TEST(all == iota_vector(0, 103), tt::per_element());
+    }
+  }
+  BOOST_TEST(first_epochs[0] != first_epochs[1]);  // reshuffled
+  gdata::DataLoader loader(dataset, 10);
+  NDG_CHECK_THROWS_WITH(loader.shard(3, 3), mx::ValueError, "part 3 of 3");
+  NDG_CHECK_THROWS_WITH(loader.shard(0, 0), mx::ValueError, "part 0 of 0");
+  BOOST_TEST(loader.size() == 11);  // unchanged
+}
+
 BOOST_AUTO_TEST_CASE(shuffle_is_reproducible_with_the_same_seed) {
   const gdata::ArrayDataset dataset = numbered_dataset(50);
   mx::random::seed(5);

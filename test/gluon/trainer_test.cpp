@@ -688,8 +688,8 @@ BOOST_AUTO_TEST_CASE(unknown_kvstore_lists_the_valid_ones) {
   gluon::Parameter w = make_parameter("w", {2}, {1, 2}, {mx::cpu()});
   gluon::ParameterDict dict;
   dict.add(w);
-  NDG_CHECK_THROWS_WITH(gluon::Trainer(dict, "sgd", {}, "dist_sync"), mx::ValueError, "dist_sync", "device", "nccl",
-                        "p2p");
+  NDG_CHECK_THROWS_WITH(gluon::Trainer(dict, "sgd", {}, "dist_device_sync"), mx::ValueError, "dist_device_sync",
+                        "device", "nccl", "p2p", "dist_sync");
 }
 
 BOOST_AUTO_TEST_CASE(kvstore_nccl_needs_a_build_with_nccl_and_every_copy_on_a_gpu) {
@@ -747,6 +747,24 @@ BOOST_AUTO_TEST_CASE(kvstore_nccl_refuses_a_parameter_on_cpu_and_gpu,
 
 // check_finite: a step whose gradient holds a nan throws mx::NonFiniteError naming the parameter,
 // and changes neither the parameters nor the optimizer's state; the next step trains.
+// dist_sync needs a job to sum over: without mx::dist::init() the Trainer is refused, naming it.
+BOOST_AUTO_TEST_CASE(dist_sync_without_dist_init_is_a_value_error) {
+  gluon::Parameter p = make_parameter("w", {2}, {0, 0}, {mx::cpu()});
+  gluon::ParameterDict params;
+  params.add(p);
+  NDG_CHECK_THROWS_WITH(gluon::Trainer(params, "sgd", {}, "dist_sync"), mx::ValueError, "dist_sync",
+                        "mx::dist::init()");
+  NDG_CHECK_THROWS_WITH(gluon::Trainer(params, "sgd", {}, "dist_async"), mx::ValueError, "dist_async",
+                        "dist_sync");
+  // In a job of one process, dist_sync is the local Trainer.
+  mx::dist::init();
+  gluon::Trainer trainer(params, "sgd", {{"learning_rate", 1.0}}, "dist_sync");
+  set_grad(p, mx::cpu(), {4, 0});
+  trainer.step(2);
+  BOOST_TEST(p.data(mx::cpu()).asvector() == (std::vector<float>{-2, 0}), tt::per_element());
+  mx::dist::shutdown();
+}
+
 BOOST_AUTO_TEST_CASE(check_finite_stops_a_step_with_a_nan_gradient) {
   ndg_test::for_each_context([](mx::Context ctx) {
     gluon::Parameter w = make_parameter("w", {3}, {1, 2, 3}, {ctx}), b = make_parameter("b", {2}, {0.5, -0.5}, {ctx});
