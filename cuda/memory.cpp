@@ -200,6 +200,8 @@ MemoryStats device_memory_stats(int id) {
 
 void device_empty_cache(int id) {
   if (!cache(id).used.load()) return;  // nothing to give back, and no device state to make
+  // After mx::dist's communicator failed, the stream may hold a collective that never ends.
+  if (!world_failure(id).empty()) return;
   release_cached(id);
   Device& dev = device(id);
   DeviceGuard guard(id);

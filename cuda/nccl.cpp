@@ -5,7 +5,10 @@
 // the work that reads them, with no host synchronisation.
 #include <nccl.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -86,11 +89,23 @@ class World {
   void collective(const std::vector<AllReduceItem>& items, const std::string& op, bool broadcast) {
     for (const AllReduceItem& item : items) nccl_type(item.dtype);
     std::vector<ncclComm_t> comms;
-    {
-      std::lock_guard lock(mutex_);
-      if (!failure_.empty()) throw DeviceError(failure_);
-      if (comms_.empty()) throw ValueError("dist: " + op + " before the communicator was made (dist::init)");
-      comms = comms_;
+    // At most kMaxInFlight collectives queued: NCCL's own queue blocks the host inside NCCL when
+    // it fills behind a lost rank, where no failure could reach it. Here it waits outside NCCL.
+    for (;;) {
+      {
+        std::lock_guard lock(mutex_);
+        if (!failure_.empty()) {
+          reported_ = true;
+          throw DeviceError(failure_);
+        }
+        if (comms_.empty()) throw ValueError("dist: " + op + " before the communicator was made (dist::init)");
+        pop_finished();
+        if (pending_.size() < kMaxInFlight) {
+          comms = comms_;
+          break;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     check_nccl(ncclGroupStart(), "ncclGroupStart");
     ncclResult_t first_error = ncclSuccess;
@@ -124,7 +139,10 @@ class World {
     std::lock_guard lock(mutex_);
     if (failure_.empty()) return {};
     for (int d : devices_) {
-      if (d == device) return failure_;
+      if (d == device) {
+        reported_ = true;
+        return failure_;
+      }
     }
     return {};
   }
@@ -162,6 +180,18 @@ class World {
     std::chrono::steady_clock::time_point start;
   };
 
+  // Drops the collectives that have finished, oldest first. Under mutex_.
+  void pop_finished() {
+    while (!pending_.empty()) {
+      Pending& front = pending_.front();
+      for (cudaEvent_t e : front.done) {
+        if (cudaEventQuery(e) == cudaErrorNotReady) return;
+      }
+      for (cudaEvent_t e : front.done) cudaEventDestroy(e);
+      pending_.pop_front();
+    }
+  }
+
   void watch() {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -176,32 +206,43 @@ class World {
                      (pending_.empty() ? "" : " during " + pending_.front().op);
           }
         }
-        while (failed.empty() && !pending_.empty()) {
-          Pending& front = pending_.front();
-          bool done = true;
-          for (cudaEvent_t e : front.done) done = done && cudaEventQuery(e) != cudaErrorNotReady;
-          if (done) {
-            for (cudaEvent_t e : front.done) cudaEventDestroy(e);
-            pending_.pop_front();
-            continue;
-          }
+        if (failed.empty()) pop_finished();
+        if (failed.empty() && !pending_.empty()) {
+          const Pending& front = pending_.front();
           const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - front.start).count();
           if (waited > timeout_) {
             failed = front.op + " did not finish within " + std::to_string(static_cast<long>(timeout_)) +
                      " s: another rank has stopped or hangs";
           }
-          break;
         }
         if (failed.empty()) continue;
         failure_ = "dist: " + who_ + ": " + failed + " (the communicator was aborted)";
         aborted_ = true;
       }
+      std::fprintf(stderr, "ndgluon: %s\n", failure_.c_str());
+      // The abort should free the waits of this process, which then throw the failure. If none has
+      // within kReportSeconds (an abort that hangs, a wait that stays blocked), the process ends,
+      // as torch.distributed's watchdog ends it: a job must not hang on a lost rank.
+      std::thread([this] {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(kReportSeconds);
+        while (std::chrono::steady_clock::now() < until) {
+          if (reported_) return;
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        std::fprintf(stderr, "ndgluon: %s; no wait of this process returned within %d s of the abort: ending it\n",
+                     failure_.c_str(), kReportSeconds);
+        std::_Exit(1);
+      }).detach();
       for (ncclComm_t c : comms_) ncclCommAbort(c);  // ends the kernels that wait for the others
       return;
     }
   }
 
+  static constexpr int kReportSeconds = 10;
+  static constexpr std::size_t kMaxInFlight = 16;
+
   std::mutex mutex_;
+  std::atomic<bool> reported_{false};  // the failure was thrown to the process
   std::vector<int> devices_;
   std::vector<ncclComm_t> comms_;
   double timeout_ = 300;

@@ -63,6 +63,7 @@ struct Options {
   std::string csv = "";
   std::string data_dir = "";  // FashionMNIST::default_root()
   std::string dtype = "float32";  // or bfloat16 / float16: amp, parameters kept in float32
+  bool dist = false;  // one process of a job (--dist): gpu(LOCAL_RANK), its share of each epoch
 };
 
 namespace detail {
@@ -125,10 +126,16 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv, const std:
                                 ->type_name("CTX")
                                 ->default_str("every GPU, else cpu")
                                 ->check(existing_context());
-  app.add_option("--gpus", gpus, "train data-parallel on gpu:0 .. gpu:N-1")
-      ->default_str("every GPU, else cpu")
-      ->check(gpu_count())
-      ->excludes(ctx_option);
+  CLI::Option* gpus_option = app.add_option("--gpus", gpus, "train data-parallel on gpu:0 .. gpu:N-1")
+                                 ->default_str("every GPU, else cpu")
+                                 ->check(gpu_count())
+                                 ->excludes(ctx_option);
+  app.add_flag("--dist", o.dist,
+               "be one process of a job started by ndgluon-run -n N (or torchrun, mpirun, srun): train on "
+               "gpu(LOCAL_RANK) with this process's share of each epoch, --batch-size samples per process, the "
+               "gradients summed over the processes (Trainer dist_sync); rank 0 prints and writes the curves")
+      ->excludes(ctx_option)
+      ->excludes(gpus_option);
   app.add_option("--model", o.model, "the model(s) to train")
       ->capture_default_str()
       ->check(CLI::IsMember(model_names));
@@ -165,7 +172,14 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv, const std:
   if (std::optional<int> exit_code = cli::parse(app, argc, argv)) return exit_code;
 
   if (lr_option->count() > 0) o.lr = lr;
-  if (!ctx.empty()) {
+  if (o.dist) {
+    mx::dist::init();
+    o.ctxs = {mx::num_gpus() > 0 ? mx::gpu(mx::dist::local_rank() % mx::num_gpus()) : mx::cpu()};
+    if (mx::dist::rank() != 0) {  // one voice: rank 0's
+      o.csv = "/dev/null";
+      if (!std::freopen("/dev/null", "w", stdout)) return 1;
+    }
+  } else if (!ctx.empty()) {
     o.ctxs = {*context_named(ctx)};
   } else if (gpus > 0) {
     for (int i = 0; i < gpus; ++i) o.ctxs.push_back(mx::gpu(i));
@@ -177,6 +191,7 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv, const std:
 
 // "[=========>          ] 120/235" on one line, redrawn in place.
 inline void progress(std::int64_t done, std::int64_t total) {
+  if (mx::dist::is_initialized() && mx::dist::rank() != 0) return;
   constexpr int width = 30;
   const int filled = total ? static_cast<int>(width * done / total) : width;
   std::string bar(static_cast<std::size_t>(width), ' ');
@@ -274,6 +289,7 @@ inline int train(const Options& o, const std::vector<Model>& models) {
   for (mx::Context ctx : o.ctxs) {
     std::printf(" %s%s", ctx.str().c_str(), ctx.is_gpu() ? (" (" + mx::gpu_name(ctx.device_id()) + ")").c_str() : "");
   }
+  if (o.dist) std::printf(", rank 0 of %d processes (dist_sync)", mx::dist::world_size());
   std::printf("%s\n", o.ctxs.size() > 1 ? ", data-parallel" : "");
   gdata::FashionMNIST train_set(true, o.data_dir, o.subset), test_set(false, o.data_dir, o.subset);
   std::FILE* csv = std::fopen(o.csv.c_str(), "w");  // opened before training: a bad path fails now
@@ -289,10 +305,11 @@ inline int train(const Options& o, const std::vector<Model>& models) {
     mx::random::seed(0);
     gdata::DataLoader train(train_set, o.batch_size, true, "keep", gdata::to_tensor);
     gdata::DataLoader test(test_set, o.batch_size, false, "keep", gdata::to_tensor);
+    if (o.dist) train.shard(mx::dist::world_size(), mx::dist::rank());
     nn::Sequential net = model.make();
     net.initialize(*model.init, o.ctxs);
     const double lr = o.lr.value_or(model.lr);
-    mx::gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", lr}});
+    mx::gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", lr}}, o.dist ? "dist_sync" : "device");
     const std::optional<mx::DType> amp = o.dtype == "bfloat16"  ? std::optional(mx::DType::bfloat16)
                                          : o.dtype == "float16" ? std::optional(mx::DType::float16)
                                                                 : std::nullopt;
@@ -342,7 +359,9 @@ inline int train_on_fashion_mnist(CLI::App& app, int argc, char** argv, const st
     if (const std::optional<int> exit_code = detail::parse(app, argc, argv, models, lr_default, defaults)) {
       return *exit_code;
     }
-    return detail::train(defaults, models);
+    const int status = detail::train(defaults, models);
+    if (defaults.dist) mx::dist::shutdown();
+    return status;
   } catch (const mx::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -248,6 +248,7 @@ void shutdown() {
       std::error_code ec;
       std::filesystem::remove(s.init_file, ec);
     }
+    detail::finalize_mpi();
   }
   s.initialized = false;
   s.env = Env{};

@@ -169,7 +169,18 @@ std::string share_by_tcp(const std::string& address, int port, const Env& env, c
 }
 
 #ifdef NDG_WITH_MPI
+namespace {
+bool mpi_initialized_here = false;
+}  // namespace
+
 bool built_with_mpi() { return true; }
+
+void finalize_mpi() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (mpi_initialized_here && !finalized) MPI_Finalize();
+  mpi_initialized_here = false;
+}
 
 std::string share_by_mpi(const Env& env, const MakeBytes& make) {
   int ready = 0;
@@ -179,6 +190,7 @@ std::string share_by_mpi(const Env& env, const MakeBytes& make) {
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
       throw DeviceError("dist::init (" + who(env) + "): MPI_Init_thread failed");
     }
+    mpi_initialized_here = true;
   }
   int mpi_rank = 0, mpi_size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
@@ -202,6 +214,7 @@ std::string share_by_mpi(const Env& env, const MakeBytes& make) {
 }
 #else
 bool built_with_mpi() { return false; }
+void finalize_mpi() {}
 
 std::string share_by_mpi(const Env& env, const MakeBytes&) {
   throw ValueError("dist::init (" + who(env) + "): this build has no MPI (Meson option mpi)");

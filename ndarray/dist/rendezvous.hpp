@@ -21,6 +21,8 @@ std::string share_by_tcp(const std::string& address, int port, const Env& env, c
 // MPI_Bcast over MPI_COMM_WORLD (MPI_Init first when nobody has); only in a build with MPI.
 std::string share_by_mpi(const Env& env, const MakeBytes& make);
 bool built_with_mpi();
+// MPI_Finalize, if share_by_mpi called MPI_Init (mpirun counts a rank that exits without it as failed).
+void finalize_mpi();
 
 // The first way the environment offers (see ndarray/dist.hpp); mx::ValueError naming the
 // variables when none does.

@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
   app.add_option("--mode", mode, "train or die")->check(CLI::IsMember({"train", "die"}));
   app.add_option("--steps", steps, "SGD steps")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach the log even if the process is killed
   if (mx::num_gpus() < 2) {
     std::printf("dist_worker: skipped: needs 2 GPUs, found %d\n", mx::num_gpus());
     return 77;

@@ -134,9 +134,9 @@ BOOST_AUTO_TEST_CASE(async_copies_give_the_values_of_a_blocking_copy) {
       BOOST_TEST(empty.copyto(ctx).shape() == (mx::Shape{0, 3}));
       // Into a strided view on the GPU: the values staged on the device, then scattered.
       nd::NDArray target = nd::zeros({4, 3}, ctx);
-      nd::NDArray column = target.T()[1];
-      nd::array({7, 8, 9}).copyto(column);
-      BOOST_TEST(target.asvector() == (std::vector<float>{0, 0, 0, 7, 8, 9, 0, 0, 0, 0, 0, 0}), tt::per_element());
+      nd::NDArray column = target.T()[1];  // target's second column: (4,), stride 3
+      nd::array({7, 8, 9, 10}).copyto(column);
+      BOOST_TEST(target.asvector() == (std::vector<float>{0, 7, 0, 0, 8, 0, 0, 9, 0, 0, 10, 0}), tt::per_element());
     }
   }
 }
