@@ -5,6 +5,7 @@
 // the work that reads them, with no host synchronisation.
 #include <nccl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -100,7 +101,7 @@ class World {
         }
         if (comms_.empty()) throw ValueError("dist: " + op + " before the communicator was made (dist::init)");
         pop_finished();
-        if (pending_.size() < kMaxInFlight) {
+        if (!aborted_ && pending_.size() < kMaxInFlight) {
           comms = comms_;
           break;
         }
@@ -135,16 +136,20 @@ class World {
     pending_.push_back(std::move(pending));
   }
 
+  // The failure, once the abort has finished (a wait that the abort freed gets it, not a success).
   std::string failure_on(int device) {
-    std::lock_guard lock(mutex_);
-    if (failure_.empty()) return {};
-    for (int d : devices_) {
-      if (d == device) {
-        reported_ = true;
-        return failure_;
+    for (;;) {
+      {
+        std::lock_guard lock(mutex_);
+        if (!aborted_) return {};
+        if (std::find(devices_.begin(), devices_.end(), device) == devices_.end()) return {};
+        if (!failure_.empty()) {
+          reported_ = true;
+          return failure_;
+        }
       }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    return {};
   }
 
   // Waits for the collectives queued, then destroys the communicators (not after an abort).
@@ -216,24 +221,28 @@ class World {
           }
         }
         if (failed.empty()) continue;
-        failure_ = "dist: " + who_ + ": " + failed + " (the communicator was aborted)";
-        aborted_ = true;
+        aborted_ = true;  // from now on nothing is queued, and waits wait for failure_
       }
-      std::fprintf(stderr, "ndgluon: %s\n", failure_.c_str());
+      const std::string failure = "dist: " + who_ + ": " + failed + " (the communicator was aborted)";
+      std::fprintf(stderr, "ndgluon: %s\n", failure.c_str());
       // The abort should free the waits of this process, which then throw the failure. If none has
       // within kReportSeconds (an abort that hangs, a wait that stays blocked), the process ends,
       // as torch.distributed's watchdog ends it: a job must not hang on a lost rank.
-      std::thread([this] {
+      std::thread([this, failure] {
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(kReportSeconds);
         while (std::chrono::steady_clock::now() < until) {
           if (reported_) return;
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
         std::fprintf(stderr, "ndgluon: %s; no wait of this process returned within %d s of the abort: ending it\n",
-                     failure_.c_str(), kReportSeconds);
+                     failure.c_str(), kReportSeconds);
         std::_Exit(1);
       }).detach();
-      for (ncclComm_t c : comms_) ncclCommAbort(c);  // ends the kernels that wait for the others
+      // Ends the kernels that wait for the others. The failure is told only after it returns, so
+      // that a process does not exit (and tear the runtime down) in the middle of it.
+      for (ncclComm_t c : comms_) ncclCommAbort(c);
+      std::lock_guard lock(mutex_);
+      failure_ = failure;
       return;
     }
   }

@@ -133,6 +133,9 @@ def sh_cases(blocks, gpus):
             if not line.strip() or line.strip().startswith("#"):
                 continue
             for command, skip in expand(line.strip(), gpus):
+                launched = re.search(r"ndgluon-run -n (\d+)", command)
+                if launched and int(launched.group(1)) > gpus:  # one process per GPU
+                    skip = skip or f"needs {launched.group(1)} GPUs; nvidia-smi lists {gpus}"
                 try:
                     words = tuple(shlex.split(command, comments=True))
                 except ValueError:
