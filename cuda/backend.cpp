@@ -79,7 +79,6 @@ class GpuBackend final : public Backend {
   void copy_across(Context dst_ctx, void* dst, Context src_ctx, const void* src, std::size_t bytes) override {
     if (bytes == 0) return;
     if (dst_ctx.is_cpu()) {  // device -> host: wait, so that the host can read at once
-      before_host_write(dst);
       OnDevice on(src_ctx, "copyto");
       NDG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, on.stream()));
       synchronize(src_ctx);
@@ -155,13 +154,17 @@ class GpuBackend final : public Backend {
     wait_for(dst_dev, src_dev);  // dst's later work sees the copied data
   }
 
-  // host -> device without waiting, on the device's copy stream; the device's later work waits for
-  // it by event, and a destination that the device may still be using (any but a fresh upload
-  // block, see UploadScope) is written only after the work queued so far. The source:
-  // - in pinned memory (a CPU array of ndgluon): read in place. Its block is marked read until the
-  //   copy finishes: it is not handed out again before, and ndgluon's writes into it wait;
-  // - pageable: copied into a pinned staging block first (the caller may change or free it when
-  //   this returns), which returns to its cache when the copy has finished.
+  // host -> device on the device's copy stream. The device's later work waits for it by event; a
+  // destination that the device may still be using (any but a fresh upload block, see
+  // UploadScope) is written only after the work queued so far.
+  // - Up to kStagedBytes, without waiting: src is copied into a pinned staging block at once (the
+  //   caller may change or free it when this returns), and the DMA reads that block, which
+  //   returns to its cache when the copy has finished.
+  // - Larger copies read src in place, at the DMA engines' full rate, and the host waits for the
+  //   copy itself (not for the device's other work) before returning: a host copy of that much
+  //   would cost more than the wait.
+  static constexpr std::size_t kStagedBytes = std::size_t{16} << 20;
+
   void copy_from_host(Context dst_ctx, void* dst, const void* src, std::size_t bytes) {
     UploadHint& hint = upload_hint();
     const bool fresh = hint.block == dst;
@@ -172,17 +175,15 @@ class GpuBackend final : public Backend {
     NDG_CUDA_CHECK(cudaStreamIsCapturing(dev.stream(), &capturing));
     // While a graph is recorded, a blocking copy ends the recording as any host wait does (the
     // caller then runs the work as it comes); without pinned memory it is the only way.
-    if (capturing == cudaStreamCaptureStatusNone && cuda::is_pinned(src)) {
+    if (capturing == cudaStreamCaptureStatusNone && bytes > kStagedBytes) {
       if (!fresh) stream_wait(dev.copy_stream(), dev.stream());
       NDG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, dev.copy_stream()));
-      cudaEvent_t copied = record(dev.copy_stream());
-      if (copied == nullptr) {  // nothing else tells when the copy is done
-        NDG_CUDA_CHECK(cudaStreamSynchronize(dev.copy_stream()));
-        return;
+      stream_wait(dev.stream(), dev.copy_stream());
+      const cudaError_t status = cudaStreamSynchronize(dev.copy_stream());
+      if (status != cudaSuccess) {
+        throw DeviceError(dst_ctx.str() + ": copyto from cpu(0) failed: " + cudaGetErrorName(status) + " (" +
+                          cudaGetErrorString(status) + ")");
       }
-      const cudaError_t status = cudaStreamWaitEvent(dev.stream(), copied, 0);
-      cuda::mark_pinned_read(src, copied);
-      NDG_CUDA_CHECK(status);
       return;
     }
     void* staging = capturing == cudaStreamCaptureStatusNone ? cuda::allocate_pinned_staging(bytes) : nullptr;

@@ -29,11 +29,6 @@ void* device_allocate_for_upload(int id, std::size_t bytes);
 // and destroys it then.
 void* allocate_pinned_staging(std::size_t bytes);
 void release_pinned_after(void* block, cudaEvent_t done);
-// Whether ptr lies in a block of the pinned allocator (a CPU array's, or staging).
-bool is_pinned(const void* ptr);
-// A copy to a device reads the pinned block holding ptr until `done` (taken): the block is not
-// handed out again, and ndgluon's host writes into it wait (HostAllocator::wait_for_device_reads).
-void mark_pinned_read(const void* ptr, cudaEvent_t done);
 
 // Memory that a CUDA graph keeps (PyTorch's private graph pool): while a CaptureMemory is
 // installed on a thread, that thread's allocations on its device come from it, and blocks freed

@@ -16,10 +16,6 @@ void copy_across(Context dst_ctx, void* dst, Context src_ctx, const void* src, s
   via.copy_across(dst_ctx, dst, src_ctx, src, bytes);
 }
 
-void before_host_write(const void* ptr) {
-  if (HostAllocator* pinned = pinned_host_allocator()) pinned->wait_for_device_reads(ptr);
-}
-
 UploadHint& upload_hint() {
   thread_local UploadHint hint;
   return hint;

@@ -139,14 +139,8 @@ struct HostAllocator {
   virtual bool deallocate(void* ptr, std::size_t bytes) noexcept = 0;  // false if not its pointer
   virtual std::size_t cached_bytes() const = 0;
   virtual void empty_cache() = 0;
-  // Waits until no copy to a device reads the pinned block that holds ptr any more: a host write
-  // must not change what an asynchronous copy is reading. Cheap when no copy is in flight.
-  virtual void wait_for_device_reads(const void* ptr) = 0;
 };
 HostAllocator* pinned_host_allocator();
-// Before ndgluon writes host memory at ptr (a CPU op's output, a copy into a CPU array): waits for
-// the asynchronous copies to a device that read it. A no-op without pinned memory.
-void before_host_write(const void* ptr);
 
 // Collective operations across GPUs through NCCL. cuda/ provides them in a build with NCCL;
 // nccl_collectives() is nullptr otherwise.

@@ -46,15 +46,12 @@ class CpuBackend final : public Backend {
     if (HostAllocator* pinned = pinned_host_allocator()) pinned->empty_cache();
   }
 
-  // The writes into existing host memory wait for the copies to a device that read it.
   void copy(Context, void* dst, const void* src, std::size_t bytes) override {
-    before_host_write(dst);
     if (bytes) std::memmove(dst, src, bytes);
   }
 
   void copy_2d(Context, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
                std::size_t width, std::size_t height) override {
-    before_host_write(dst);
     for (std::size_t r = 0; r < height; ++r) {
       std::memcpy(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch, width);
     }
@@ -62,13 +59,11 @@ class CpuBackend final : public Backend {
 
   void copy_batch(Context, const std::vector<CopyItem>& items) override {
     for (const CopyItem& item : items) {
-      before_host_write(item.dst);
       if (item.bytes) std::memcpy(item.dst, item.src, item.bytes);
     }
   }
 
   void copy_across(Context, void* dst, Context, const void* src, std::size_t bytes) override {
-    before_host_write(dst);
     if (bytes) std::memmove(dst, src, bytes);
   }
 
@@ -82,7 +77,6 @@ class CpuBackend final : public Backend {
     cpu_kernels::gather(dt, index, in, out);
   }
   void scatter(Context, DType dt, const GatherIndex& index, const void* in, void* out) override {
-    before_host_write(out);
     cpu_kernels::scatter(dt, index, in, out);
   }
   std::uint64_t random_position(Context) override { return detail::host_random_position(); }

@@ -83,11 +83,6 @@ void run_on_copies(const Invocation& inv, Context ctx, KernelFn kernel) {
 
 void run(const Invocation& inv, Context ctx) {
   const KernelFn kernel = kernel_for(*inv.op, ctx);
-  if (ctx.is_cpu()) {
-    for (const nd::NDArray& y : inv.outputs) {
-      if (!y.is_none()) before_host_write(y.data());  // an in-place op on an array a copy still reads
-    }
-  }
   if ((!inv.op->strided_inputs && !all_contiguous(inv.inputs)) || !all_contiguous(inv.outputs)) {
     return run_on_copies(inv, ctx, kernel);
   }

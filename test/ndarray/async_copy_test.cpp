@@ -42,11 +42,12 @@ std::vector<float> iota(std::int64_t n, float start) {
 BOOST_AUTO_TEST_SUITE(async_copy, *boost::unit_test::precondition(ndg_test::needs_gpus{1}))
 
 // Into an existing array, the DMA waits behind the queued work, so a copy that read the host
-// array late would see the overwrite; into a new array it starts at once. 1M floats sit in pinned
-// memory (read in place: the writes wait for the copy), 1000 in pageable memory (staged).
+// array late would see the overwrite; into a new array it starts at once. 1M floats (pinned) and
+// 1000 (pageable) are staged; 8M floats (32 MiB) are read in place, the host waiting for the copy.
 BOOST_AUTO_TEST_CASE(a_host_array_overwritten_after_copyto_returns_leaves_the_copy_alone) {
   for (mx::Context ctx : gpus()) {
-    for (const std::int64_t n : {std::int64_t{1} << 20, std::int64_t{1000}}) BOOST_TEST_CONTEXT(ctx.str() << ", " << n) {
+    for (const std::int64_t n : {std::int64_t{1} << 20, std::int64_t{1000}, std::int64_t{8} << 20})
+    BOOST_TEST_CONTEXT(ctx.str() << ", " << n) {
       nd::NDArray host = nd::array(iota(n, 0), {n});
       nd::NDArray existing = nd::zeros({n}, ctx);
       nd::NDArray work = busy(ctx);
