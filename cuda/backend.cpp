@@ -198,11 +198,11 @@ class GpuBackend final : public Backend {
       if (!fresh) stream_wait(dev.copy_stream(), dev.stream());
       NDG_CUDA_CHECK(cudaMemcpyAsync(dst, staging, bytes, cudaMemcpyHostToDevice, dev.copy_stream()));
       copied = record(dev.copy_stream());
-      if (copied == nullptr) {
-        cudaStreamSynchronize(dev.copy_stream());  // nothing else tells when the block is free
-        NDG_CUDA_CHECK(cudaGetLastError());
+      if (copied == nullptr) {  // nothing else tells when the copy is done: wait for it here
+        NDG_CUDA_CHECK(cudaStreamSynchronize(dev.copy_stream()));
+      } else {
+        NDG_CUDA_CHECK(cudaStreamWaitEvent(dev.stream(), copied, 0));
       }
-      NDG_CUDA_CHECK(cudaStreamWaitEvent(dev.stream(), copied, 0));
     } catch (...) {
       cuda::release_pinned_after(staging, copied);
       throw;
@@ -230,17 +230,18 @@ class GpuBackend final : public Backend {
     NDG_CUDA_CHECK(status);
   }
 
-  // Makes `waiter`'s stream wait for the work queued so far on `done`'s stream.
+  // Makes `waiter`'s stream wait for the work queued so far on `done`'s stream (two devices).
   static void wait_for(Device& waiter, Device& done) {
     cudaEvent_t event = nullptr;
     {
       DeviceGuard guard(done.id());
-      NDG_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-      NDG_CUDA_CHECK(cudaEventRecord(event, done.stream()));
+      event = record(done.stream());
+      if (event == nullptr) NDG_CUDA_CHECK(cudaGetLastError());
     }
     DeviceGuard guard(waiter.id());
-    NDG_CUDA_CHECK(cudaStreamWaitEvent(waiter.stream(), event, 0));
-    NDG_CUDA_CHECK(cudaEventDestroy(event));  // released once it has completed
+    const cudaError_t status = cudaStreamWaitEvent(waiter.stream(), event, 0);
+    cudaEventDestroy(event);  // released once it has completed
+    NDG_CUDA_CHECK(status);
   }
 };
 

@@ -46,6 +46,12 @@ BlockCache& cache(int id) {
   return *(*caches)[static_cast<std::size_t>(id)];
 }
 
+// A block handed out: counted as live, and the device marked used (device_empty_cache skips others).
+void count_allocation(BlockCache& c, std::size_t size) {
+  c.live += size;
+  if (!c.used.load(std::memory_order_relaxed)) c.used.store(true);
+}
+
 std::size_t rounded(std::size_t bytes) {
   return bytes <= kMaxCached ? (bytes + kGranule - 1) / kGranule * kGranule : bytes;
 }
@@ -151,11 +157,8 @@ void* device_allocate(int id, std::size_t bytes) {
       blocks.pop_back();
     }
   }
-  if (!ptr) {
-    ptr = pool_allocate(id, size);
-    if (!c.used.load(std::memory_order_relaxed)) c.used.store(true);
-  }
-  c.live += size;
+  if (!ptr) ptr = pool_allocate(id, size);
+  count_allocation(c, size);
   return ptr;
 }
 
@@ -165,8 +168,7 @@ void* device_allocate_for_upload(int id, std::size_t bytes) {
   const std::size_t size = rounded(bytes);
   // Not from the block cache: its blocks are free in the device stream's order only.
   void* ptr = pool_allocate(id, size, true);
-  if (!c.used.load(std::memory_order_relaxed)) c.used.store(true);
-  c.live += size;
+  count_allocation(c, size);
   return ptr;
 }
 

@@ -138,6 +138,7 @@ class World {
 
   // The failure, once the abort has finished (a wait that the abort freed gets it, not a success).
   std::string failure_on(int device) {
+    if (!aborted_.load()) return {};  // every synchronize asks: no lock while all is well
     for (;;) {
       {
         std::lock_guard lock(mutex_);
@@ -257,7 +258,7 @@ class World {
   double timeout_ = 300;
   std::string who_;
   std::string failure_;
-  bool aborted_ = false;
+  std::atomic<bool> aborted_{false};  // written under mutex_; read without it by failure_on
   bool stop_ = false;
   std::deque<Pending> pending_;
   std::thread watchdog_;
