@@ -30,6 +30,13 @@ namespace nn = mx::gluon::nn;
 namespace {
 
 constexpr std::int64_t kBatchPerGpu = 1024;
+double bucket_cap_mb = -1;  // the Trainer's gradient buckets (--bucket-cap-mb); -1: the Trainer's default
+
+std::string cap_text() {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", bucket_cap_mb);
+  return bucket_cap_mb < 0 ? "default" : text;
+}
 
 std::vector<mx::Context> first_gpus(int n) {
   std::vector<mx::Context> out;
@@ -44,7 +51,9 @@ double step_seconds(const std::vector<mx::Context>& gpus, bool from_host, const 
   nn::Sequential net;
   net.add(nn::Dense(4096, "relu", true, 784), nn::Dense(4096, "relu", true, 4096), nn::Dense(10, "", true, 4096));
   net.initialize(mx::init::Xavier(), gpus);
-  mx::gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", 0.05}}, kvstore);
+  mx::gluon::HyperParams sgd{{"learning_rate", 0.05}};
+  if (bucket_cap_mb >= 0) sgd["bucket_cap_mb"] = bucket_cap_mb;
+  mx::gluon::Trainer trainer(net.collect_params(), "sgd", sgd, kvstore);
   mx::gluon::loss::SoftmaxCrossEntropyLoss loss;
   const nd::NDArray x_host = nd::random::uniform(0, 1, {n * kBatchPerGpu, 784}, mx::cpu());
   // Labels 0..9: uniform in (0, 9.99], truncated.
@@ -108,8 +117,8 @@ int run_dist() {
   for (bool from_host : {false, true}) {
     const double samples_per_s = static_cast<double>(world * kBatchPerGpu) / step_seconds(mine, from_host, "dist_sync");
     if (mx::dist::rank() == 0) {
-      std::printf("| %s | %d processes x 1 GPU (dist_sync) | %.0f |\n",
-                  from_host ? "copied from cpu(0)" : "resident on each GPU", world, samples_per_s);
+      std::printf("| %s | %d processes x 1 GPU (dist_sync, bucket_cap_mb %s) | %.0f |\n",
+                  from_host ? "copied from cpu(0)" : "resident on each GPU", world, cap_text().c_str(), samples_per_s);
       std::fflush(stdout);
     }
   }
@@ -125,6 +134,10 @@ int main(int argc, char** argv) {
                "rank of a multi-process job instead (ndgluon-run -n 2 multi_gpu_bench --dist)."};
   bool dist = false;
   app.add_flag("--dist", dist, "run as one process of a job started by ndgluon-run, torchrun, mpirun or srun");
+  app.add_option("--bucket-cap-mb", bucket_cap_mb,
+                 "the Trainer's gradient bucket size in MiB (0: gradients summed after backward; default: the "
+                 "Trainer's, buckets of 25 MiB with one GPU per process)")
+      ->check(CLI::Range(0.0, 1e6));
   if (const std::optional<int> exit_code = cli::parse(app, argc, argv)) return *exit_code;
   if (dist) return run_dist();
 
@@ -135,7 +148,8 @@ int main(int argc, char** argv) {
   }
   std::printf("device: %d x %s\n\n", gpus, mx::gpu_name(0).c_str());
 
-  std::printf("## Data-parallel MLP 784-4096-4096-10, SGD, batch %lld per GPU\n\n", static_cast<long long>(kBatchPerGpu));
+  std::printf("## Data-parallel MLP 784-4096-4096-10, SGD, batch %lld per GPU, bucket_cap_mb %s\n\n",
+              static_cast<long long>(kBatchPerGpu), cap_text().c_str());
   std::printf("| inputs | GPUs | samples/s | speed-up over 1 GPU | target |\n|---|---:|---:|---:|---:|\n");
   for (bool from_host : {false, true}) {
     double one_gpu = 0;

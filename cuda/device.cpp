@@ -1,5 +1,6 @@
 #include "cuda/device.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <memory>
@@ -15,6 +16,12 @@ namespace mx::cuda {
 Device::Device(int id) : id_(id) {
   NDG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   NDG_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+  // Above the device's work in priority: a collective's blocks are scheduled as soon as SMs free up,
+  // so the sum runs beside the backward GEMMs instead of after them.
+  int least = 0, greatest = 0;
+  NDG_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  NDG_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, greatest));
+  NDG_CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
   // Before any use of the generator (curand_position() may create it): draws must be queued on
   // this stream, or the ops that read them would not be ordered after them.
   curand_.set_stream(stream_);
@@ -31,6 +38,33 @@ cublasHandle_t Device::cublas() {
     NDG_CUDA_CHECK(cublasSetStream(cublas_, stream_));
   });
   return cublas_;
+}
+
+void Device::mark(int slot) {
+  DeviceGuard guard(id_);
+  while (marks_.size() <= static_cast<std::size_t>(slot)) {
+    cudaEvent_t event = nullptr;
+    NDG_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    marks_.push_back(event);
+  }
+  NDG_CUDA_CHECK(cudaEventRecord(marks_[static_cast<std::size_t>(slot)], stream_));
+}
+
+cudaStream_t Device::comm_stream_after(int slot) {
+  if (static_cast<std::size_t>(slot) >= marks_.size()) mark(slot);  // never marked: the point reached now
+  DeviceGuard guard(id_);
+  NDG_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, marks_[static_cast<std::size_t>(slot)], 0));
+  return comm_stream_;
+}
+
+void Device::comm_queued() {
+  DeviceGuard guard(id_);
+  NDG_CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_));
+}
+
+void Device::join_comm() {
+  DeviceGuard guard(id_);
+  NDG_CUDA_CHECK(cudaStreamWaitEvent(stream_, comm_done_, 0));
 }
 
 std::pair<curandGenerator_t, std::unique_lock<std::mutex>> Device::curand(std::int64_t offset, std::int64_t n) {
@@ -102,7 +136,9 @@ bool enable_peer_access(int src, int dst) {
   if (src == dst) return true;
   Devices& all = devices();
   const auto pair = static_cast<std::size_t>(src * num_gpus() + dst);
-  std::call_once(all.peer_once[pair], [&] {
+  // One flag for both orders of the pair: each direction is enabled once (again would be an error).
+  const auto unordered = static_cast<std::size_t>(std::min(src, dst) * num_gpus() + std::max(src, dst));
+  std::call_once(all.peer_once[unordered], [&] {
     int can_access = 0, can_access_back = 0;
     NDG_CUDA_CHECK(cudaDeviceCanAccessPeer(&can_access, src, dst));
     NDG_CUDA_CHECK(cudaDeviceCanAccessPeer(&can_access_back, dst, src));

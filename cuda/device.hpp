@@ -1,6 +1,6 @@
 #pragma once
-// Per-GPU state: the stream every op of that GPU is queued on, the stream of copies from the host,
-// its memory pool, and the cuBLAS and
+// Per-GPU state: the stream every op of that GPU is queued on, the streams of copies from the host
+// and of overlapped collectives, its memory pool, and the cuBLAS and
 // cuRAND handles, created on first use. The states live until the process ends (never destroyed:
 // destroying CUDA objects during static destruction races the runtime's own teardown).
 #include <cublas_v2.h>
@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cuda/curand_stream.hpp"
 
@@ -29,6 +30,14 @@ class Device {
   // by events: the device's work waits for a copy it reads, and a copy into memory the device may
   // still use waits for that work (cuda/backend.cpp).
   cudaStream_t copy_stream() const { return copy_stream_; }
+  // Overlapped collectives (a Trainer's gradient buckets) run on the communication stream, beside
+  // the device's work: mark(slot) notes the point stream() has reached; comm_stream_after(slot)
+  // makes the communication stream wait for that point alone and returns it; comm_queued() notes
+  // the work queued there so far, and join_comm() makes stream() wait for it.
+  void mark(int slot);
+  cudaStream_t comm_stream_after(int slot);
+  void comm_queued();
+  void join_comm();
   cudaMemPool_t pool() const { return pool_; }
   int multiprocessors() const { return multiprocessors_; }
 
@@ -49,6 +58,9 @@ class Device {
   int id_;
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;
+  cudaStream_t comm_stream_ = nullptr;
+  cudaEvent_t comm_done_ = nullptr;
+  std::vector<cudaEvent_t> marks_;  // by slot, made on first use
   cudaMemPool_t pool_ = nullptr;
   int multiprocessors_ = 0;
   std::once_flag cublas_once_;

@@ -51,6 +51,23 @@ std::string device_list(const std::vector<int>& devices) {
   return out;
 }
 
+// The stream each device runs a collective on (see kOnStream in ndarray/backend.hpp): its own, or
+// its communication stream after the slot's mark.
+std::vector<cudaStream_t> streams_for(const std::vector<int>& devices, int slot) {
+  std::vector<cudaStream_t> streams;
+  for (int d : devices) {
+    cuda::Device& dev = cuda::device(d);
+    streams.push_back(slot == kOnStream ? dev.stream() : dev.comm_stream_after(slot));
+  }
+  return streams;
+}
+
+// After an overlapped collective: what join() waits for includes it.
+void queued_on(const std::vector<int>& devices, int slot) {
+  if (slot == kOnStream) return;
+  for (int d : devices) cuda::device(d).comm_queued();
+}
+
 // Note [the world communicator]
 // mx::dist's process group: one NCCL communicator per GPU of this process, ranks first_rank .. of
 // nranks across the job. NCCL waits forever for a rank that has stopped, so a watchdog thread
@@ -87,7 +104,7 @@ class World {
     watchdog_ = std::thread([this] { watch(); });
   }
 
-  void collective(const std::vector<AllReduceItem>& items, const std::string& op, bool broadcast) {
+  void collective(const std::vector<AllReduceItem>& items, const std::string& op, bool broadcast, int slot) {
     for (const AllReduceItem& item : items) nccl_type(item.dtype);
     std::vector<ncclComm_t> comms;
     // At most kMaxInFlight collectives queued: NCCL's own queue blocks the host inside NCCL when
@@ -108,28 +125,29 @@ class World {
       }
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
+    const std::vector<cudaStream_t> streams = streams_for(devices_, slot);
     check_nccl(ncclGroupStart(), "ncclGroupStart");
     ncclResult_t first_error = ncclSuccess;
     for (const AllReduceItem& item : items) {
       for (std::size_t r = 0; r < devices_.size() && first_error == ncclSuccess; ++r) {
-        cuda::Device& dev = cuda::device(devices_[r]);
-        dev.set_last_op(broadcast ? "broadcast" : "all_reduce");
+        cuda::device(devices_[r]).set_last_op(broadcast ? "broadcast" : "all_reduce");
         const auto count = static_cast<std::size_t>(item.count);
         first_error = broadcast ? ncclBroadcast(item.buffers[r], item.buffers[r], count, nccl_type(item.dtype), 0,
-                                                comms[r], dev.stream())
+                                                comms[r], streams[r])
                                 : ncclAllReduce(item.buffers[r], item.buffers[r], count, nccl_type(item.dtype),
-                                                ncclSum, comms[r], dev.stream());
+                                                ncclSum, comms[r], streams[r]);
       }
     }
     const ncclResult_t end = ncclGroupEnd();
     check_nccl(first_error, who_ + ": " + op);
     check_nccl(end, who_ + ": ncclGroupEnd of " + op);
+    queued_on(devices_, slot);
     Pending pending{{}, op, std::chrono::steady_clock::now()};
-    for (int d : devices_) {
-      cuda::DeviceGuard guard(d);
+    for (std::size_t r = 0; r < devices_.size(); ++r) {
+      cuda::DeviceGuard guard(devices_[r]);
       cudaEvent_t done = nullptr;
       NDG_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-      NDG_CUDA_CHECK(cudaEventRecord(done, cuda::device(d).stream()));
+      NDG_CUDA_CHECK(cudaEventRecord(done, streams[r]));
       pending.done.push_back(done);
     }
     std::lock_guard lock(mutex_);
@@ -280,37 +298,53 @@ class NcclCollectives final : public Collectives {
                   double timeout_seconds, const std::string& who) override {
     world().init(id, nranks, first_rank, devices, timeout_seconds, who);
   }
-  void all_reduce_world(const std::vector<AllReduceItem>& items, const std::string& op) override {
-    world().collective(items, op, false);
+  void all_reduce_world(const std::vector<AllReduceItem>& items, const std::string& op, int slot) override {
+    world().collective(items, op, false, slot);
   }
   void broadcast_world(const std::vector<AllReduceItem>& items, const std::string& op) override {
-    world().collective(items, op, true);
+    world().collective(items, op, true, kOnStream);
   }
   void shutdown_world() override { world().shutdown(); }
 
-  void all_reduce_sum(const std::vector<int>& devices, const std::vector<AllReduceItem>& items) override {
+  void all_reduce_sum(const std::vector<int>& devices, const std::vector<AllReduceItem>& items, int slot) override {
     for (const AllReduceItem& item : items) nccl_type(item.dtype);  // refuse before anything is queued
     // One thread at a time: a clique's group launches must not interleave across host threads.
     std::lock_guard lock(mutex_);
     const std::vector<ncclComm_t>& ranks = comms(devices);
+    const std::vector<cudaStream_t> streams = streams_for(devices, slot);
     check_nccl(ncclGroupStart(), "ncclGroupStart");
     ncclResult_t first_error = ncclSuccess;
     for (const AllReduceItem& item : items) {
       for (std::size_t r = 0; r < devices.size() && first_error == ncclSuccess; ++r) {
-        cuda::Device& dev = cuda::device(devices[r]);
-        dev.set_last_op("all_reduce");
+        cuda::device(devices[r]).set_last_op("all_reduce");
         first_error = ncclAllReduce(item.buffers[r], item.buffers[r], static_cast<std::size_t>(item.count),
-                                    nccl_type(item.dtype), ncclSum, ranks[r], dev.stream());
+                                    nccl_type(item.dtype), ncclSum, ranks[r], streams[r]);
       }
     }
     const ncclResult_t end = ncclGroupEnd();  // always closes the group, even after an error
     check_nccl(first_error, "ncclAllReduce over " + device_list(devices));
     check_nccl(end, "ncclGroupEnd (all_reduce over " + device_list(devices) + ")");
+    queued_on(devices, slot);
   }
+
+  void release_local() override {
+    std::lock_guard lock(mutex_);
+    for (auto& [devices, ranks] : cliques_) {
+      for (int d : devices) {
+        cuda::DeviceGuard guard(d);
+        cudaDeviceSynchronize();  // their collectives done; an error here is the next call's
+      }
+      for (ncclComm_t c : ranks) ncclCommDestroy(c);
+    }
+    cliques_.clear();
+  }
+
+  void mark(int device, int slot) override { cuda::device(device).mark(slot); }
+  void join(int device) override { cuda::device(device).join_comm(); }
 
  private:
   std::mutex mutex_;
-  std::map<std::vector<int>, std::vector<ncclComm_t>> cliques_;  // never destroyed (see Device)
+  std::map<std::vector<int>, std::vector<ncclComm_t>> cliques_;  // until release_local
 
   const std::vector<ncclComm_t>& comms(const std::vector<int>& devices) {
     auto it = cliques_.find(devices);

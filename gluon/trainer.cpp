@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <set>
 
 #include "context/device.hpp"
 #include "context/error.hpp"
 #include "gluon/amp.hpp"
+#include "gluon/gradient_buckets.hpp"
 #include "ndarray/dist.hpp"
 #include "ndarray/optimizer_ops.hpp"
 #include "ndarray/profiler.hpp"
@@ -72,10 +74,23 @@ Trainer::Trainer(ParameterDict params, const std::string& optimizer, const Hyper
 
 namespace {
 
-// The optimizer's hyper-parameters: optimizer_params without the Trainer's own (check_finite).
+constexpr std::size_t kDefaultBucketBytes = std::size_t{25} << 20;  // DDP's bucket_cap_mb
+
+// The optimizer's hyper-parameters: optimizer_params without the Trainer's own.
 HyperParams optimizer_only(HyperParams params) {
   params.erase("check_finite");
+  params.erase("bucket_cap_mb");
   return params;
+}
+
+std::size_t bucket_cap_bytes(const HyperParams& params) {
+  const auto it = params.find("bucket_cap_mb");
+  if (it == params.end()) return kDefaultBucketBytes;
+  if (!(std::isfinite(it->second) && it->second >= 0 && it->second <= 1e6)) {
+    throw ValueError("Trainer: bucket_cap_mb must be a number of MiB from 0 (no buckets) to 1e6, got " +
+                     number(it->second));
+  }
+  return static_cast<std::size_t>(it->second * (1 << 20));
 }
 
 }  // namespace
@@ -83,7 +98,8 @@ HyperParams optimizer_only(HyperParams params) {
 Trainer::Trainer(ParameterDict params, const std::string& optimizer, const HyperParams& optimizer_params,
                  std::shared_ptr<lr_scheduler::LRScheduler> scheduler, const std::string& kvstore)
     : params_(std::move(params)), optimizer_(Optimizer::create(optimizer, optimizer_only(optimizer_params))),
-      lr_scheduler_(std::move(scheduler)), reduce_algo_(algo_for_kvstore(kvstore)), dist_(kvstore == "dist_sync") {
+      lr_scheduler_(std::move(scheduler)), reduce_algo_(algo_for_kvstore(kvstore)), dist_(kvstore == "dist_sync"),
+      bucket_cap_bytes_(bucket_cap_bytes(optimizer_params)), bucket_cap_given_(optimizer_params.count("bucket_cap_mb") > 0) {
   const auto check = optimizer_params.find("check_finite");
   check_finite_ = check != optimizer_params.end() && check->second != 0;
   if (reduce_algo_ == nd::ReduceAlgo::nccl) check_on_gpus("Trainer", params_);
@@ -93,6 +109,37 @@ Trainer::Trainer(ParameterDict params, const std::string& optimizer, const Hyper
   const auto lr = optimizer_params.find("learning_rate");
   if (lr_scheduler_ && lr != optimizer_params.end()) lr_scheduler_->set_base_lr(lr->second);
   if (dist_) broadcast_new_parameters();
+  prepare_buckets();
+}
+
+Trainer::~Trainer() = default;
+Trainer::Trainer(Trainer&&) noexcept = default;
+Trainer& Trainer::operator=(Trainer&&) noexcept = default;
+
+void Trainer::prepare_buckets() {
+  if (bucket_cap_bytes_ == 0 || reduce_algo_ == nd::ReduceAlgo::peer) return;
+  const bool across_processes = dist_ && dist::world_size() > 1;
+  std::vector<GradientBuckets::Param> bucketed;
+  std::vector<Context> contexts;
+  for (auto& [name, param] : params_) {
+    if (param.grad_req() != "write" || !param.is_initialized()) continue;
+    std::vector<nd::NDArray> grads = param.list_grad();
+    if (grads.size() < (across_processes ? 1 : 2) || !nd::overlap::can_reduce(grads)) continue;
+    const std::vector<Context> ctxs = param.list_ctx();
+    if (contexts.empty()) contexts = ctxs;
+    if (ctxs != contexts) continue;  // on other GPUs than the first: summed in step
+    bucketed.push_back({name, param.list_data(), std::move(grads)});
+  }
+  // Note [gradient buckets]: a process that drives several GPUs sums after backward unless asked.
+  if (contexts.size() > 1 && !bucket_cap_given_) bucketed.clear();
+  if (buckets_ && buckets_->holds(bucketed)) return;  // listening already
+  if (buckets_) buckets_->join();  // sums it started on the arrays the parameters had
+  buckets_.reset();
+  if (!bucketed.empty()) buckets_ = GradientBuckets::make(std::move(bucketed), std::move(contexts), bucket_cap_bytes_, dist_);
+}
+
+std::vector<std::vector<std::string>> Trainer::bucket_layout() const {
+  return buckets_ ? buckets_->layout() : std::vector<std::vector<std::string>>{};
 }
 
 void Trainer::broadcast_new_parameters() {
@@ -139,9 +186,17 @@ void Trainer::check_ready(const char* op, std::int64_t batch_size) const {
 
 void Trainer::allreduce_grads() {
   if (dist_) broadcast_new_parameters();
+  prepare_buckets();  // buckets of the parameters as they are now (new ones have summed nothing)
+  // The buckets' gradients: those backward has not summed (Note [gradient buckets]).
+  std::set<std::string> bucketed;
+  if (buckets_) {
+    const std::vector<std::vector<std::string>> layout = buckets_->layout();
+    for (const auto& bucket : layout) bucketed.insert(bucket.begin(), bucket.end());
+    buckets_->finish();
+  }
   std::vector<std::vector<nd::NDArray>> groups;
   for (auto& [name, param] : params_) {
-    if (param.grad_req() == "null") continue;
+    if (param.grad_req() == "null" || bucketed.count(name)) continue;
     std::vector<nd::NDArray> grads = param.list_grad();
     if (grads.size() > 1 || dist_) groups.push_back(std::move(grads));
   }

@@ -16,11 +16,13 @@
 // copy; num_update is the largest count, so it is n during and after the n-th step (or update)
 // and 0 before the first. Each step takes its learning rate from scheduler(num_update) before it
 // updates anything, and every parameter of the step is updated with that rate.
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "gluon/lr_scheduler.hpp"
 #include "gluon/optimizer.hpp"
@@ -32,6 +34,8 @@ class LossScaler;
 }
 
 namespace mx::gluon {
+
+class GradientBuckets;
 
 class Trainer {
  public:
@@ -57,7 +61,30 @@ class Trainer {
   // constructor's above, and the scheduler is left alone when one is thrown.
   Trainer(ParameterDict params, const std::string& optimizer, const HyperParams& optimizer_params,
           std::shared_ptr<lr_scheduler::LRScheduler> scheduler, const std::string& kvstore = "device");
+  ~Trainer();
+  Trainer(Trainer&&) noexcept;
+  Trainer& operator=(Trainer&&) noexcept;
 
+  // Note [gradient buckets]: in a job of one process per GPU (kvstore "dist_sync"), the sums of
+  // the gradients overlap backward, as PyTorch DDP's do: the gradients are grouped into buckets of
+  // about 25 MB in the reverse of the dict's order, and each bucket's NCCL all-reduce starts on a
+  // communication stream as soon as backward has written its last gradient; the update waits for
+  // it by event. So, as with DDP, once backward has returned the gradients are the sums. step()
+  // and allreduce_grads() sum whatever backward did not (gradients written again, parameters it
+  // did not reach), so the parameters are those of the sums after backward: to the bit over two
+  // GPUs (a + b), within rounding over more (NCCL may add in another order). The Trainer's own
+  // {"bucket_cap_mb", 25} sets the size (DDP's bucket_cap_mb); 0 sums everything in step instead.
+  //
+  // A process that drives several GPUs (kvstore "device" or "nccl") queues each GPU's backward
+  // after the previous one's, so a sum started during the last backward occupies the first GPUs'
+  // SMs beside their GEMMs while it waits for the last: 1.66x over one GPU instead of 1.79x on two
+  // H200s (bench/RESULTS.md). There the sums follow backward, unless optimizer_params give
+  // bucket_cap_mb: then, once the last context's backward has returned, the gradients are the
+  // sums, and work queued between the contexts' backward calls must neither read nor write their
+  // gradients (a read that waits for the value, such as asvector, may).
+  // Parameters are bucketed when the Trainer is made or at a step, once they are initialised; the
+  // parameters with grad_req "add" are summed in step.
+  //
   // optimizer_params may also hold the Trainer's own {"check_finite", 1}: every step then checks
   // the gradients (one multi_all_finite per parameter, read back: a wait for the GPU) and throws
   // mx::NonFiniteError naming the parameters whose gradient holds an inf or a nan, before anything
@@ -82,6 +109,9 @@ class Trainer {
   // rate follows a scheduler (MXNet raises then too: the next step would overwrite it).
   void set_learning_rate(double lr);
   Optimizer& optimizer() { return *optimizer_; }
+  // The parameters of each gradient bucket, the first summed first (Note [gradient buckets]);
+  // empty where there are none.
+  std::vector<std::vector<std::string>> bucket_layout() const;
   // The scheduler given to the constructor, or null.
   const std::shared_ptr<lr_scheduler::LRScheduler>& lr_scheduler() const { return lr_scheduler_; }
   // The updates made so far (MXNet's optimizer.num_update; Note [update count]).
@@ -113,6 +143,12 @@ class Trainer {
   void broadcast_new_parameters();
   std::shared_ptr<amp::LossScaler> loss_scaler_;
   bool check_finite_ = false;
+  std::size_t bucket_cap_bytes_;  // Note [gradient buckets]; 0: none
+  bool bucket_cap_given_;         // bucket_cap_mb was in optimizer_params
+  std::shared_ptr<GradientBuckets> buckets_;
+  // The gradients that go to buckets, from the parameters initialised now; and buckets for them
+  // when there are none yet, or new ones when the parameters changed (made again, re-initialised).
+  void prepare_buckets();
   // Throws mx::NonFiniteError naming the trained parameters whose gradient is not finite.
   void check_gradients_finite(const char* op) const;
 };

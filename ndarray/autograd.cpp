@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "ndarray/backend.hpp"
 #include "ndarray/checks.hpp"
@@ -55,6 +56,19 @@ void mark_variable(nd::NDArray& x, const nd::NDArray& grad, const std::string& g
   node->accumulate = grad_req == "add";
   node->grad = grad;
   NodeAccess::set(x, std::move(node));
+}
+
+void add_gradient_listener(const nd::NDArray& x, const std::shared_ptr<GradientListener>& listener, std::int64_t tag) {
+  Node* node = x.autograd_node().get();
+  if (!node || !node->leaf) {
+    throw ValueError("add_gradient_listener: " + nd::detail::describe(x) +
+                     " is not a variable (attach_grad or mark_variable)");
+  }
+  auto& listeners = node->listeners;
+  listeners.erase(std::remove_if(listeners.begin(), listeners.end(),
+                                 [&](const auto& l) { return l.first.expired() || l.first.lock() == listener; }),
+                  listeners.end());
+  listeners.emplace_back(listener, tag);
 }
 
 bool needs_record(const std::vector<const nd::NDArray*>& inputs) {
@@ -172,10 +186,11 @@ std::unordered_map<Node*, std::vector<nd::NDArray>> leaf_buffer_offers(const std
 
 // Runs the gradients from root back to the leaves; each leaf's total gradient goes to on_leaf.
 // With offer_leaf_buffers, gradient functions may compute a "write" leaf's gradient straight into
-// its buffer (op::gradient_into); on_leaf then gets that buffer itself.
+// its buffer (op::gradient_into); on_leaf then gets that buffer itself, and `written` gets the leaf
+// as soon as the gradient function has queued it there (op::gradient_written), when it does.
 template <class OnLeaf>
 void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const nd::NDArray& head_grad,
-               bool offer_leaf_buffers, const OnLeaf& on_leaf) {
+               bool offer_leaf_buffers, const OnLeaf& on_leaf, const std::function<void(Node&)>& written = {}) {
   std::unordered_map<Node*, nd::NDArray> grads;
   grads[root.get()] = head_grad.is_none() ? nd::ones_like(head) : head_grad;
   const std::vector<Node*> order = consumers_first(root.get());
@@ -196,8 +211,12 @@ void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const
     std::vector<nd::NDArray> input_grads;
     if (node->invocation) {
       const auto offer = offers.find(node);
+      const std::function<void(std::size_t)> on_written = [&](std::size_t i) {
+        if (written && node->inputs[i]) written(*node->inputs[i]);
+      };
       const op::GradientTargets targets(node->invocation.get(),
-                                        offer == offers.end() ? std::vector<nd::NDArray>{} : offer->second);
+                                        offer == offers.end() ? std::vector<nd::NDArray>{} : offer->second,
+                                        offer == offers.end() ? std::function<void(std::size_t)>{} : on_written);
       input_grads = node->invocation->op->gradient(*node->invocation, {grad});
     } else {
       input_grads = node->backward(grad);
@@ -213,17 +232,74 @@ void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const
 
 }  // namespace
 
+namespace {
+
+// backward()'s side of the gradient listeners: tells each leaf's listeners once, and each listener
+// told anything that the backward ends.
+class Tell {
+ public:
+  // Not while tracing: the buffers of a traced graph are not the variables'.
+  Tell() : active_(!op::trace_sink()) {}
+  // After an error in backward: the listeners still hear of its end (an error of theirs then
+  // would hide the first one, so it is dropped).
+  ~Tell() {
+    try {
+      end();
+    } catch (...) {
+    }
+  }
+  void end() {
+    for (const auto& listener : std::exchange(told_, {})) listener->backward_end();
+  }
+  Tell(const Tell&) = delete;
+  Tell& operator=(const Tell&) = delete;
+
+  static bool listened(const Node& leaf) { return !leaf.listeners.empty(); }
+  void ready(Node& leaf) {
+    if (!active_ || !told_leaves_.insert(&leaf).second) return;
+    for (const auto& [weak, tag] : leaf.listeners) {
+      const std::shared_ptr<GradientListener> listener = weak.lock();
+      if (!listener) continue;
+      if (std::find(told_.begin(), told_.end(), listener) == told_.end()) told_.push_back(listener);
+      listener->gradient_ready(tag);
+    }
+  }
+
+ private:
+  bool active_;
+  std::unordered_set<Node*> told_leaves_;
+  std::vector<std::shared_ptr<GradientListener>> told_;
+};
+
+}  // namespace
+
 void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
   const std::shared_ptr<Node> root = checked_root("backward", head, head_grad);
   const profiler::Range range("autograd::backward");
   auto scope = pause(is_training());
+  Tell tell;
   std::vector<std::pair<nd::NDArray, nd::NDArray>> leaf_writes;  // (gradient, the leaf's buffer)
-  propagate(root, head, head_grad, true, [&](Node& leaf, const nd::NDArray& grad) {
-    nd::NDArray target = leaf.grad;
-    if (leaf.accumulate) target += grad;
-    else if (!grad.is(target)) leaf_writes.emplace_back(grad, target);  // else computed in place
-  });
+  propagate(
+      root, head, head_grad, true,
+      [&](Node& leaf, const nd::NDArray& grad) {
+        nd::NDArray target = leaf.grad;
+        if (leaf.accumulate) {
+          target += grad;
+        } else if (!grad.is(target)) {  // else computed in place
+          // A listened leaf is written now, for its listeners; the others in one batch at the end.
+          if (!Tell::listened(leaf)) {
+            leaf_writes.emplace_back(grad, target);
+            return;
+          }
+          grad.copyto(target);
+        }
+        if (Tell::listened(leaf)) tell.ready(leaf);
+      },
+      [&](Node& leaf) {
+        if (leaf.leaf && Tell::listened(leaf)) tell.ready(leaf);
+      });
   write_leaves(leaf_writes);
+  tell.end();
 }
 
 std::vector<nd::NDArray> grad(const nd::NDArray& head, const std::vector<nd::NDArray>& variables,

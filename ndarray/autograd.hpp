@@ -11,8 +11,11 @@
 // gradient to the inputs' gradients. Ops of the op registry (ndarray/ops/op.hpp) record their
 // invocation (op, attributes, inputs, outputs), and backward calls the op's gradient on it.
 // Backward runs on the contexts of the forward pass.
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ndarray/array.hpp"
@@ -22,6 +25,8 @@ struct Invocation;
 }
 
 namespace mx::autograd {
+
+class GradientListener;
 
 struct Node {
   const char* op = "";
@@ -34,6 +39,8 @@ struct Node {
   bool leaf = false;
   bool accumulate = false;
   nd::NDArray grad;
+  // Told by backward() when `grad` holds its pass's gradient (add_gradient_listener), with a tag.
+  std::vector<std::pair<std::weak_ptr<GradientListener>, std::int64_t>> listeners;
 };
 
 // Scope guards, as `with autograd.record():` / `with autograd.pause():`. record() also sets
@@ -67,6 +74,25 @@ void mark_variable(nd::NDArray& x, const nd::NDArray& grad, const std::string& g
 // mx::DTypeError, of another shape mx::ShapeError, each naming both arrays, before any gradient
 // is written.
 void backward(const nd::NDArray& head, const nd::NDArray& head_grad = nd::NDArray());
+
+// Gradient listeners, as the hooks DDP puts on parameters (a Trainer's gradient buckets use them
+// to start each bucket's all-reduce during backward). Inside backward(), gradient_ready(tag) is
+// called once a variable's gradient buffer holds this pass's gradient: the work that computes it
+// is queued on the variable's context, and the queue has not yet gone on to later gradients of
+// the same op where the op computes the variable's first (Dense and Convolution compute the
+// weight's and bias's gradients before the data's). backward_end() is called once per listener
+// told anything, when the backward() is about to return, also after an error. Not called by
+// autograd::grad (which writes no buffer), nor while a graph is traced.
+class GradientListener {
+ public:
+  virtual ~GradientListener() = default;
+  virtual void gradient_ready(std::int64_t tag) = 0;
+  virtual void backward_end() = 0;
+};
+// Adds a listener to the variable x (attach_grad or mark_variable; else mx::ValueError naming x),
+// or gives it a new tag if it is there already. The variable holds it weakly: a listener
+// destroyed is dropped. A variable marked again (attach_grad anew) starts with none.
+void add_gradient_listener(const nd::NDArray& x, const std::shared_ptr<GradientListener>& listener, std::int64_t tag);
 
 // The gradients of `head` (default head gradient: ones) with respect to `variables` (arrays marked
 // by attach_grad or mark_variable), returned instead of written into their buffers, as

@@ -149,11 +149,23 @@ struct AllReduceItem {
   std::int64_t count;
   std::vector<void*> buffers;  // buffers[r] on gpu(devices[r]), count elements each
 };
+// Where a collective runs: kOnStream (-1) on each device's stream, in order with its work; a slot
+// s >= 0: on the device's communication stream, after the point mark(device, s) noted on the
+// device's stream and beside what was queued there since (a Trainer's gradient buckets, overlapped
+// with backward). The device's stream waits for such collectives only at join(device).
+constexpr int kOnStream = -1;
+
 struct Collectives {
   virtual ~Collectives() = default;
-  // Every buffer of each item becomes the elementwise sum of the item's buffers, in place. Queued
-  // on each device's stream, all items in one fused launch; returns without waiting.
-  virtual void all_reduce_sum(const std::vector<int>& devices, const std::vector<AllReduceItem>& items) = 0;
+  // Every buffer of each item becomes the elementwise sum of the item's buffers, in place, all
+  // items in one fused launch; returns without waiting.
+  virtual void all_reduce_sum(const std::vector<int>& devices, const std::vector<AllReduceItem>& items,
+                              int slot) = 0;
+  virtual void mark(int device, int slot) = 0;
+  virtual void join(int device) = 0;
+  // Destroys the communicators of all_reduce_sum's device groups once their work is done (made
+  // again by the next call); for mx::release_cached_resources. Not mx::dist's (dist::shutdown).
+  virtual void release_local() = 0;
 
   // Across processes (mx::dist): rank 0 makes the id (ncclGetUniqueId's bytes) that every process
   // passes to init_world, with this process's GPUs as ranks first_rank, first_rank + 1, ... of
@@ -164,7 +176,8 @@ struct Collectives {
   virtual void init_world(const std::string& id, int nranks, int first_rank, const std::vector<int>& devices,
                           double timeout_seconds, const std::string& who) = 0;
   // Items' buffers are ordered as init_world's devices. op names the call in errors.
-  virtual void all_reduce_world(const std::vector<AllReduceItem>& items, const std::string& op) = 0;
+  virtual void all_reduce_world(const std::vector<AllReduceItem>& items, const std::string& op,
+                                int slot) = 0;
   virtual void broadcast_world(const std::vector<AllReduceItem>& items, const std::string& op) = 0;  // from rank 0
   virtual void shutdown_world() = 0;
 };

@@ -53,7 +53,7 @@ bool all_contiguous(const std::vector<NDArray>& group) {
 }
 
 // Groups with the same context list go to NCCL together, in one fused launch.
-void reduce_nccl(const std::vector<const std::vector<NDArray>*>& groups) {
+void reduce_nccl(const std::vector<const std::vector<NDArray>*>& groups, int slot = kOnStream) {
   std::map<std::vector<Context>, std::vector<AllReduceItem>> by_contexts;
   for (const std::vector<NDArray>* group : groups) {
     AllReduceItem item{(*group)[0].dtype(), (*group)[0].size(), {}};
@@ -63,7 +63,7 @@ void reduce_nccl(const std::vector<const std::vector<NDArray>*>& groups) {
   for (const auto& [contexts, items] : by_contexts) {
     std::vector<int> devices;
     for (Context ctx : contexts) devices.push_back(ctx.device_id());
-    nccl_collectives()->all_reduce_sum(devices, items);
+    nccl_collectives()->all_reduce_sum(devices, items, slot);
   }
 }
 
@@ -115,5 +115,45 @@ void all_reduce(const std::vector<std::vector<NDArray>>& groups, ReduceAlgo algo
   }
   if (!to_nccl.empty()) reduce_nccl(to_nccl);
 }
+
+namespace overlap {
+
+bool can_reduce(const std::vector<NDArray>& group) {
+  if (!built_with_nccl()) return false;
+  std::set<Context> seen;
+  for (const NDArray& x : group) {
+    if (x.is_none() || !x.context().is_gpu() || !x.is_contiguous() || !seen.insert(x.context()).second) return false;
+  }
+  return true;
+}
+
+void mark(Context ctx, int slot) {
+  if (slot < 0) throw ValueError("overlap::mark: slot " + std::to_string(slot) + " is negative");
+  if (ctx.is_gpu() && built_with_nccl()) nccl_collectives()->mark(ctx.device_id(), slot);
+}
+
+void all_reduce(const std::vector<std::vector<NDArray>>& groups, int slot) {
+  if (slot < 0) throw ValueError("overlap::all_reduce: slot " + std::to_string(slot) + " is negative");
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    check_group(i, groups[i]);
+    if (!can_reduce(groups[i])) {
+      throw ValueError("overlap::all_reduce: group " + std::to_string(i) + " " + describe_group(groups[i]) +
+                       " cannot be summed beside the GPUs' work: that takes NCCL (" +
+                       (built_with_nccl() ? "in this build" : "not in this build") +
+                       ") and contiguous copies, each on its own GPU");
+    }
+  }
+  std::vector<const std::vector<NDArray>*> several;
+  for (const std::vector<NDArray>& group : groups) {
+    if (group.size() > 1) several.push_back(&group);
+  }
+  if (!several.empty()) reduce_nccl(several, slot);
+}
+
+void join(Context ctx) {
+  if (ctx.is_gpu() && built_with_nccl()) nccl_collectives()->join(ctx.device_id());
+}
+
+}  // namespace overlap
 
 }  // namespace mx::nd

@@ -24,4 +24,25 @@ bool built_with_nccl();
 // mx::ContextMismatch, naming the group and its arrays, before anything is changed.
 void all_reduce(const std::vector<std::vector<NDArray>>& groups, ReduceAlgo algo = ReduceAlgo::automatic);
 
+// Sums overlapped with the GPUs' work, as DDP's gradient buckets (gluon::Trainer uses them):
+//
+//   nd::overlap::mark(gpu(0), 3);  ...              // after the ops that wrote bucket 3 on gpu(0)
+//   nd::overlap::all_reduce({copies, ...}, 3);      // runs after each GPU's mark 3, beside later work
+//   nd::overlap::join(gpu(0));                      // gpu(0)'s later work sees the sums
+//
+// mark(ctx, slot) notes the point ctx's queue has reached; all_reduce(groups, slot) sums like
+// nd::all_reduce through NCCL on each GPU's communication stream, after that GPU's mark for the
+// slot (or, for a slot never marked on it, after everything queued there now) and beside whatever
+// was queued since. Until join(ctx), work queued on ctx must neither read nor write the groups'
+// arrays. Slots are small integers >= 0 (an index of a bucket); marking a slot again replaces its
+// point. For GPU groups, each copy on its own GPU, in a build with NCCL (built_with_nccl());
+// mx::ValueError otherwise, naming the group, before anything is queued. No effect on cpu(0).
+namespace overlap {
+void mark(Context ctx, int slot);
+void all_reduce(const std::vector<std::vector<NDArray>>& groups, int slot);
+void join(Context ctx);
+// Whether all_reduce takes this group: every copy on its own GPU, contiguous, NCCL in the build.
+bool can_reduce(const std::vector<NDArray>& group);
+}  // namespace overlap
+
 }  // namespace mx::nd

@@ -62,6 +62,10 @@ int local_rank();
 // groups in one fused launch; returns without waiting. Throws mx::ValueError before init or when
 // the GPUs differ from the first call's, and mx::DeviceError after a failed collective.
 void all_reduce(const std::vector<std::vector<nd::NDArray>>& groups);
+// The same sums overlapped with the GPUs' work (nd::overlap in ndarray/collective.hpp): on each
+// GPU's communication stream after its mark for `slot`; nd::overlap::join(ctx) orders ctx's later
+// work after them. With one process, nd::overlap::all_reduce of the groups of several copies.
+void all_reduce_overlapped(const std::vector<std::vector<nd::NDArray>>& groups, int slot);
 // Every process's copy becomes rank 0's (its first copy), as DDP's initial broadcast.
 void broadcast_from_rank0(const std::vector<std::vector<nd::NDArray>>& groups);
 // Returns when every process has called it (a collective on the GPUs of the first all_reduce, or

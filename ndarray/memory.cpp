@@ -18,6 +18,7 @@ void release_cached_resources() {
     backend(ctx).empty_cache(ctx);
     backend(ctx).release_state(ctx);
   }
+  if (Collectives* nccl = nccl_collectives()) nccl->release_local();
 }
 
 }  // namespace mx

@@ -13,8 +13,9 @@ std::size_t memory_allocated(Context ctx);  // bytes held by live arrays
 std::size_t memory_reserved(Context ctx);   // bytes held by the allocator (live + cached)
 void empty_cache(Context ctx);              // returns cached, unused memory to the system
 
-// empty_cache on every context, and the GPUs' random-generator state freed (made again, at the
-// same position, by the next draw). The end of a process that used a GPU does this too, so that a
+// empty_cache on every context, the GPUs' random-generator state freed (made again, at the same
+// position, by the next draw) and the NCCL communicators of nd::all_reduce destroyed (made again
+// by the next one). The end of a process that used a GPU does this too, so that a
 // leak checker (compute-sanitizer --leak-check full) finds allocated only what live arrays hold;
 // a program may call it itself before such a check. Arrays are untouched.
 void release_cached_resources();

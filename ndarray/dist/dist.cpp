@@ -186,22 +186,37 @@ int rank() { return env().rank; }
 int world_size() { return env().world_size; }
 int local_rank() { return env().local_rank; }
 
-void all_reduce(const std::vector<std::vector<nd::NDArray>>& groups) {
+namespace {
+
+// all_reduce and all_reduce_overlapped (slot kOnStream: on the GPUs' streams).
+void sum_over_processes(const std::vector<std::vector<nd::NDArray>>& groups, int slot, const char* op) {
   State& s = state();
   std::lock_guard lock(s.mutex);
-  if (!s.initialized) throw ValueError("dist::all_reduce: call dist::init() first");
+  if (!s.initialized) throw ValueError(std::string("dist::") + op + ": call dist::init() first");
   if (groups.empty()) return;
   if (s.env.world_size == 1) {  // this process's copies alone, on any contexts
     std::vector<std::vector<nd::NDArray>> several;
     for (const auto& group : groups) {
       if (group.size() > 1) several.push_back(group);
     }
-    nd::all_reduce(several);
+    if (slot == kOnStream) nd::all_reduce(several);
+    else nd::overlap::all_reduce(several, slot);
     return;
   }
   std::vector<int> devices;
-  std::vector<AllReduceItem> items = items_of(groups, devices, "all_reduce");
-  world_over(s, devices, "all_reduce").all_reduce_world(items, "all_reduce of " + std::to_string(items.size()) + " tensors");
+  std::vector<AllReduceItem> items = items_of(groups, devices, op);
+  world_over(s, devices, op).all_reduce_world(items, std::string(op) + " of " + std::to_string(items.size()) + " tensors", slot);
+}
+
+}  // namespace
+
+void all_reduce(const std::vector<std::vector<nd::NDArray>>& groups) {
+  sum_over_processes(groups, kOnStream, "all_reduce");
+}
+
+void all_reduce_overlapped(const std::vector<std::vector<nd::NDArray>>& groups, int slot) {
+  if (slot < 0) throw ValueError("dist::all_reduce_overlapped: slot " + std::to_string(slot) + " is negative");
+  sum_over_processes(groups, slot, "all_reduce_overlapped");
 }
 
 void broadcast_from_rank0(const std::vector<std::vector<nd::NDArray>>& groups) {

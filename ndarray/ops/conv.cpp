@@ -375,10 +375,11 @@ Grads convolution_gradient(const Invocation& inv, const Grads& out_grads) {
   // Through the fused activation first: its derivative is written from y.
   const NDArray dy = p.act ? invoke1(unary_backward_op(*p.act), {out_grads[0], y, y}) : out_grads[0];
   Grads grads(3);
-  // Each into the variable's own gradient buffer when backward offers it (op::gradient_into).
-  if (p.data_grad) grads[0] = gradient_into(inv, 0, [&] { return invoke1(backward_data_op(), {dy, x, weight}, p); });
+  // Each into the variable's own gradient buffer when backward offers it (op::gradient_into); the
+  // parameters' first, so that their all-reduce may start while the data's is computed.
   if (p.weight_grad) grads[1] = gradient_into(inv, 1, [&] { return invoke1(backward_weight_op(), {dy, x, weight}, p); });
   if (!p.no_bias) grads[2] = gradient_into(inv, 2, [&] { return invoke1(backward_bias_op(), {dy}, p); });
+  if (p.data_grad) grads[0] = gradient_into(inv, 0, [&] { return invoke1(backward_data_op(), {dy, x, weight}, p); });
   return grads;
 }
 

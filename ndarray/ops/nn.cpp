@@ -100,24 +100,30 @@ Grads fully_connected_gradient(const Invocation& inv, const Grads& out_grads) {
   const Shape x2 = data_2d(x.shape(), p.flatten);
   const NDArray g = g_act.reshape({x2[0], p.num_hidden});
   Grads grads(3);
-  // Each into the variable's own gradient buffer when backward offers it (op::gradient_into).
+  // Each into the variable's own gradient buffer when backward offers it (op::gradient_into); the
+  // parameters' first, so that their all-reduce may start while the data's is computed.
+  if (p.weight_grad && !p.no_bias) {  // both from one op (one cuBLASLt call on a GPU)
+    std::vector<NDArray> both;
+    {
+      const OutputReuse reuse({gradient_target(inv, 1), gradient_target(inv, 2)});
+      both = invoke(fully_connected_weight_grad_op(), {g, x.reshape(x2)});
+    }
+    grads[1] = std::move(both[0]);
+    grads[2] = std::move(both[1]);
+    gradient_written(inv, 1, grads[1]);
+    gradient_written(inv, 2, grads[2]);
+  } else {
+    if (p.weight_grad) {
+      const NDArray x_2d = x.reshape(x2);
+      grads[1] = gradient_into(inv, 1, [&] { return nd::dot(g, x_2d, true, false); });
+    }
+    if (!p.no_bias) grads[2] = gradient_into(inv, 2, [&] { return nd::sum(g, 0); });
+  }
   if (p.data_grad) {
     const NDArray target = gradient_target(inv, 0);
     const OutputReuse reuse(target.is_none() ? target : target.reshape(x2));
     grads[0] = nd::dot(g, weight).reshape(x.shape());
   }
-  if (p.weight_grad && !p.no_bias) {  // both from one op (one cuBLASLt call on a GPU)
-    const OutputReuse reuse({gradient_target(inv, 1), gradient_target(inv, 2)});
-    std::vector<NDArray> both = invoke(fully_connected_weight_grad_op(), {g, x.reshape(x2)});
-    grads[1] = std::move(both[0]);
-    grads[2] = std::move(both[1]);
-    return grads;
-  }
-  if (p.weight_grad) {
-    const NDArray x_2d = x.reshape(x2);
-    grads[1] = gradient_into(inv, 1, [&] { return nd::dot(g, x_2d, true, false); });
-  }
-  if (!p.no_bias) grads[2] = gradient_into(inv, 2, [&] { return nd::sum(g, 0); });
   return grads;
 }
 

@@ -299,6 +299,7 @@ namespace {
 
 thread_local const Invocation* targets_inv = nullptr;
 thread_local std::vector<nd::NDArray> targets;
+thread_local std::function<void(std::size_t)> targets_written;
 thread_local std::vector<nd::NDArray> reuse_offer;  // empty: no offer
 
 // The array OutputReuse offers, taken (so that nested invocations, such as autocast's casts, and
@@ -318,11 +319,19 @@ bool reusable(const nd::NDArray& out, const OutputSpec& spec, Context ctx, const
 
 }  // namespace
 
-GradientTargets::GradientTargets(const Invocation* inv, std::vector<nd::NDArray> t)
-    : previous_inv_(std::exchange(targets_inv, inv)), previous_targets_(std::exchange(targets, std::move(t))) {}
+GradientTargets::GradientTargets(const Invocation* inv, std::vector<nd::NDArray> t,
+                                 std::function<void(std::size_t)> written)
+    : previous_inv_(std::exchange(targets_inv, inv)), previous_targets_(std::exchange(targets, std::move(t))),
+      previous_written_(std::exchange(targets_written, std::move(written))) {}
 GradientTargets::~GradientTargets() {
   targets_inv = previous_inv_;
   targets = std::move(previous_targets_);
+  targets_written = std::move(previous_written_);
+}
+
+void gradient_written(const Invocation& inv, std::size_t input, const nd::NDArray& result) {
+  if (targets_inv != &inv || input >= targets.size() || !targets_written) return;
+  if (!targets[input].is_none() && result.is(targets[input])) targets_written(input);
 }
 
 nd::NDArray gradient_target(const Invocation& inv, std::size_t input) {

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -181,10 +182,12 @@ void run_kernel(const Invocation& inv);
 // The buffer autograd offers for input i's gradient of inv, or a none array.
 nd::NDArray gradient_target(const Invocation& inv, std::size_t input);
 
-// Set by autograd around one gradient call: targets[i] for input i of inv (none: no offer).
+// Set by autograd around one gradient call: targets[i] for input i of inv (none: no offer), and
+// written(i), called by gradient_written (may be empty).
 class GradientTargets {
  public:
-  GradientTargets(const Invocation* inv, std::vector<nd::NDArray> targets);
+  GradientTargets(const Invocation* inv, std::vector<nd::NDArray> targets,
+                  std::function<void(std::size_t)> written = {});
   ~GradientTargets();
   GradientTargets(const GradientTargets&) = delete;
   GradientTargets& operator=(const GradientTargets&) = delete;
@@ -192,7 +195,13 @@ class GradientTargets {
  private:
   const Invocation* previous_inv_;
   std::vector<nd::NDArray> previous_targets_;
+  std::function<void(std::size_t)> previous_written_;
 };
+
+// For gradient functions, right after input i's gradient `result` is queued: when it went into
+// the buffer backward offered, tells backward that this variable's gradient is ready (listeners
+// may start its all-reduce while the op's other gradients are computed). gradient_into calls it.
+void gradient_written(const Invocation& inv, std::size_t input, const nd::NDArray& result);
 
 // While alive, the next invoke() on this thread computes its outputs into `outs` (MXNet's out=),
 // one per output (a none array: allocated as usual), where each given one has the output's shape,
@@ -212,8 +221,13 @@ template <class Make>
 nd::NDArray gradient_into(const Invocation& inv, std::size_t input, Make&& make) {
   const nd::NDArray target = gradient_target(inv, input);
   if (target.is_none()) return make();
-  const OutputReuse reuse(target);
-  return make();
+  nd::NDArray result;
+  {
+    const OutputReuse reuse(target);
+    result = make();
+  }
+  gradient_written(inv, input, result);
+  return result;
 }
 
 // The one context of an invocation's arrays (the first non-none input's); mx::ContextMismatch

@@ -1,6 +1,7 @@
 // One rank of the multi-process tests (test/dist/meson.build), started by ndgluon-run or by
 // test/dist/killed_rank.sh. An MLP trains for --steps SGD steps on a fixed batch of 64, each
-// process on its share, through Trainer(..., "dist_sync").
+// process on its share, through Trainer(..., "dist_sync"), with its gradients summed in buckets
+// during backward and, beside it, the same net summed after backward: equal bit for bit.
 //   --mode train  rank 0 then trains the same net on the whole batch on gpu(0) alone, and on two
 //                 GPUs of one process (kvstore "device"), and checks that all three end with the
 //                 same parameters (relative error below 1e-5); exit 1 if not.
@@ -109,16 +110,28 @@ int main(int argc, char** argv) {
     const mx::Context ctx = mx::gpu(mx::dist::local_rank() % mx::num_gpus());
     const Data data = make_data();
     const gluon::HyperParams sgd{{"learning_rate", 0.1}};
-    nn::Sequential net = make_net({ctx});
-    gluon::Trainer trainer(net.collect_params(), "sgd", sgd, "dist_sync");
+    // Two gradient buckets ([b1, w1], [b0, w0]: 512 bytes each at most), and beside it the same net
+    // whose gradients are summed after backward: equal bit for bit.
+    nn::Sequential net = make_net({ctx}), plain = make_net({ctx});
+    gluon::HyperParams bucketed = sgd, unbucketed = sgd;
+    bucketed["bucket_cap_mb"] = 512.0 / (1 << 20);
+    unbucketed["bucket_cap_mb"] = 0;
+    gluon::Trainer trainer(net.collect_params(), "sgd", bucketed, "dist_sync");
+    gluon::Trainer plain_trainer(plain.collect_params(), "sgd", unbucketed, "dist_sync");
     const std::int64_t share = kBatch / world;
     for (int step = 0; step < steps; ++step) {
       if (mode == "die" && rank == 1 && step == 5) ::kill(::getpid(), SIGKILL);
       train_step(net, trainer, data, {ctx}, rank * share, (rank + 1) * share);
+      train_step(plain, plain_trainer, data, {ctx}, rank * share, (rank + 1) * share);
     }
     const auto dist_values = values(net, ctx);  // a wait: throws the communicator's failure
     mx::dist::barrier();
-    std::printf("rank %d of %d: %d steps of dist_sync done\n", rank, world, steps);
+    std::printf("rank %d of %d: %d steps of dist_sync done, %zu gradient buckets\n", rank, world, steps,
+                trainer.bucket_layout().size());
+    if (trainer.bucket_layout().size() != 2 || values(plain, ctx) != dist_values) {
+      std::printf("FAILED: rank %d: the bucketed parameters differ from those summed after backward\n", rank);
+      return 1;
+    }
     if (rank == 0) {
       nn::Sequential one = make_net({mx::gpu(0)});
       gluon::Trainer one_trainer(one.collect_params(), "sgd", sgd);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -1012,6 +1013,94 @@ BOOST_AUTO_TEST_CASE(gradients_stay_on_the_variable_context) {
     }
     BOOST_TEST(x.grad().context() == ctx);
     BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{3, 3}), tt::per_element());
+  });
+}
+
+// ---- gradient listeners (what a Trainer's gradient buckets hear) ---------------------------------
+
+namespace {
+
+// Records each tell: the tag and the gradient buffer's values at that moment.
+struct Recorder final : ag::GradientListener {
+  std::vector<nd::NDArray> grads;  // by tag
+  std::vector<std::int64_t> tags;
+  std::vector<std::vector<float>> seen;
+  int ends = 0;
+  void gradient_ready(std::int64_t tag) override {
+    tags.push_back(tag);
+    seen.push_back(grads[static_cast<std::size_t>(tag)].asvector<float>());
+  }
+  void backward_end() override { ++ends; }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(gradient_listeners_hear_each_final_gradient_once_weights_before_data) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nn::Sequential net;
+    net.add(nn::Dense(4, "tanh", true, 3), nn::Dense(2, "", true, 4));
+    net.initialize(mx::init::Uniform(0.5), {ctx});
+    std::vector<nd::NDArray> vars;
+    auto recorder = std::make_shared<Recorder>();
+    for (const auto& [name, param] : net.collect_params()) {  // w0 b0 w1 b1: tags 0..3
+      vars.push_back(param.data(ctx));
+      recorder->grads.push_back(param.grad(ctx));
+    }
+    nd::NDArray v = nd::array(std::vector<float>{1.5f, -2.0f}, {2}, ctx);  // a variable reached by two edges
+    v.attach_grad();
+    recorder->grads.push_back(v.grad());
+    for (std::size_t t = 0; t < vars.size(); ++t) ag::add_gradient_listener(vars[t], recorder, static_cast<std::int64_t>(t));
+    ag::add_gradient_listener(v, recorder, 99);  // replaced by the next: one listener, tag 4
+    ag::add_gradient_listener(v, recorder, 4);
+    const nd::NDArray x = nd::array(std::vector<float>{0.5f, -1.0f, 2.0f, 1.0f, 0.25f, -0.5f}, {2, 3}, ctx);
+    {
+      auto scope = ag::record();
+      nd::NDArray l = (net(x) * v).sum() + (v * v).sum();
+      l.backward();
+    }
+    // The last layer's first; in each Dense the weight and bias are told before its data gradient
+    // is computed, and v (two edges) once its two contributions are added.
+    BOOST_TEST(recorder->ends == 1);
+    std::vector<std::int64_t> want_order = {2, 3, 0, 1};
+    std::vector<std::int64_t> params_told;
+    for (std::int64_t t : recorder->tags) {
+      if (t < 4) params_told.push_back(t);
+    }
+    BOOST_TEST(params_told == want_order, tt::per_element());
+    BOOST_TEST(std::count(recorder->tags.begin(), recorder->tags.end(), 4) == 1);
+    for (std::size_t i = 0; i < recorder->tags.size(); ++i) {
+      const auto t = static_cast<std::size_t>(recorder->tags[i]);
+      BOOST_TEST(recorder->seen[i] == recorder->grads[t].asvector<float>(), tt::per_element());
+    }
+    // d/dv of sum(out * v) + sum(v * v) = column sums of out + 2v: v's buffer holds it.
+    const std::vector<float> out = [&] { auto s = ag::pause(); return net(x).sum(0).asvector<float>(); }();
+    BOOST_TEST(std::abs(v.grad().asvector<float>()[0] - (out[0] + 3.0f)) < 1e-5);
+    BOOST_TEST(std::abs(v.grad().asvector<float>()[1] - (out[1] - 4.0f)) < 1e-5);
+    // autograd::grad writes no buffer and tells nobody.
+    {
+      auto scope = ag::record();
+      nd::NDArray l = (net(x) * v).sum();
+      ag::grad(l, {v});
+    }
+    BOOST_TEST(recorder->ends == 1);
+    BOOST_TEST(recorder->tags.size() == 5u);
+    // A listener destroyed is forgotten.
+    std::weak_ptr<Recorder> gone = recorder;
+    recorder.reset();
+    BOOST_TEST(gone.expired());
+    {
+      auto scope = ag::record();
+      nd::NDArray l = (net(x) * v).sum();
+      BOOST_CHECK_NO_THROW(l.backward());
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(gradient_listener_on_a_plain_array_is_a_value_error) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray x = nd::zeros({2}, ctx);
+    NDG_CHECK_THROWS_WITH(ag::add_gradient_listener(x, std::make_shared<Recorder>(), 0), mx::ValueError,
+                          "add_gradient_listener", "not a variable");
   });
 }
 

@@ -1,0 +1,89 @@
+#pragma once
+// A Trainer's gradient buckets: the data-parallel gradient sums overlapped with backward, as
+// PyTorch DDP's Reducer. Internal to gluon::Trainer (gluon/trainer.hpp says what users see).
+//
+// The trained parameters whose copies NCCL sums (each copy on its own GPU; with dist_sync across
+// the processes too) are grouped into buckets of about cap bytes per copy, in the reverse of the
+// dict's order, which is the order backward produces a feed-forward net's gradients in; a bucket
+// closes once it holds cap bytes or more. The first closes at 1 MiB already (or cap, if smaller),
+// so that the first sum starts early (DDP's first bucket).
+//
+// backward() tells the buckets of each gradient as it is written (autograd::GradientListener).
+// When every copy of a bucket's parameters on a GPU has its gradient, the point reached on that
+// GPU's stream is marked; when that holds on every GPU, the bucket's sum starts on their
+// communication streams after those marks, beside the rest of the backward. A backward that
+// started sums ends by making the GPUs' streams wait for them: once the backward of the last
+// context has returned, the gradients of the started buckets are the sums (as with DDP). Before
+// that, the gradients of the contexts whose backward has run are being summed: nothing may read
+// or write them until then.
+//
+// finish() (Trainer::allreduce_grads) sums whatever no bucket summed since it was written (the
+// parameters a backward did not reach, the buckets left incomplete, gradients written again after
+// their sum), then makes every GPU's stream wait for all the sums. Every process launches the same
+// sums in the same order, since each runs the same backward.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "context/context.hpp"
+#include "ndarray/array.hpp"
+#include "ndarray/autograd.hpp"
+
+namespace mx::gluon {
+
+class GradientBuckets final : public autograd::GradientListener,
+                              public std::enable_shared_from_this<GradientBuckets> {
+ public:
+  struct Param {
+    std::string name;
+    std::vector<nd::NDArray> data;   // the variables, one per context of `contexts`
+    std::vector<nd::NDArray> grads;  // their gradient buffers
+  };
+  static constexpr std::size_t kFirstBucketBytes = std::size_t{1} << 20;
+
+  // params in the dict's order, all on `contexts`; across processes when dist.
+  static std::shared_ptr<GradientBuckets> make(std::vector<Param> params, std::vector<Context> contexts,
+                                               std::size_t cap_bytes, bool dist);
+
+  // Whether these are the buckets' parameters, variables and gradient buffers (else make new ones).
+  bool holds(const std::vector<Param>& params) const;
+  // Listens to every copy's variable again (a no-op where it does already).
+  void listen();
+  void finish();
+  // Makes the GPUs' streams wait for the sums started so far.
+  void join();
+
+  // The buckets' parameter names, first bucket first (for tests and the docs).
+  std::vector<std::vector<std::string>> layout() const;
+
+  void gradient_ready(std::int64_t tag) override;
+  void backward_end() override;
+
+ private:
+  struct Entry {
+    Param param;
+    std::size_t bucket = 0;
+    std::vector<char> written;  // per context: written by a backward since the last sum
+    bool summed = false;        // summed since it was last written
+  };
+  struct Bucket {
+    std::vector<std::size_t> entries;
+    std::vector<std::size_t> written;  // per context: how many entries are written there
+    std::size_t complete_contexts = 0;
+  };
+
+  GradientBuckets(std::vector<Param> params, std::vector<Context> contexts, std::size_t cap_bytes, bool dist);
+  void launch(std::size_t bucket);
+  void sum(const std::vector<std::size_t>& entries, int slot);
+  void reset();
+
+  std::vector<Entry> entries_;  // the dict's order
+  std::vector<Bucket> buckets_;
+  std::vector<Context> contexts_;
+  bool dist_;
+  bool launched_ = false;  // a sum was started since the streams last waited
+};
+
+}  // namespace mx::gluon
