@@ -6,7 +6,8 @@
 //     trainer.step (SGD, lr 0.1). The data stay on the GPU.
 //   - Tiny add chain on gpu(0): a block whose forward is y = x + x, then 49 times y = y + x, on a
 //     (4,) array: microseconds per add, all host dispatch.
-//   - On cpu(0): the MLP forward at batch 64 and the training step (no peer).
+//   - On cpu(0): the MLP forward at batch 64 and the training step (no peer). Without a GPU only
+//     these rows run.
 // Each hybridized row's "raw" column is the same case run eagerly, so ndgluon/raw is the speed-up
 // of hybridize (on the CPU, its target 1.0 says hybridized is never slower). Its PyTorch column
 // is the CUDA-graph replay, which includes copying the new input into the graph's static input
@@ -124,30 +125,34 @@ int main(int argc, char** argv) {
                "CUDA graphs, measured in one run. Run from the source root: "
                "build/bench/hybridize_bench bench/torch_peer.py"};
   std::string peer_script;
-  if (const std::optional<int> exit_code = bench::parse_peer_command_line(app, argc, argv, peer_script)) {
+  if (const std::optional<int> exit_code =
+          bench::parse_peer_command_line(app, argc, argv, peer_script, /*needs_gpu=*/false)) {
     return *exit_code;
   }
+  const bool have_gpu = mx::num_gpus() > 0;
   const mx::Context gpu0 = mx::gpu(0), cpu0 = mx::cpu(0);
   std::printf("device: %s, hybridize: ndgluon eager and hybridized vs PyTorch eager and CUDA graph; "
               "cpu(0) rows on %u hardware threads\n",
-              mx::gpu_name(0).c_str(), std::thread::hardware_concurrency());
+              have_gpu ? mx::gpu_name(0).c_str() : "no GPU (cpu(0) rows only)", std::thread::hardware_concurrency());
   std::vector<bench::Row> rows;
 
-  for (const std::int64_t batch : {1, 64}) {
-    const double eager = forward_seconds(gpu0, batch, false, 1000);
-    const double hybridized = forward_seconds(gpu0, batch, true, 1000);
-    add_case(rows, "MLP 784-256-256-10 forward, batch " + std::to_string(batch), "us/forward",
-             "mlp" + std::to_string(batch), eager, hybridized, batch == 1 ? 6.0 : 0.0);
-  }
-  {
-    const double eager = training_step_seconds(gpu0, false, 200);
-    const double hybridized = training_step_seconds(gpu0, true, 200);
-    add_case(rows, "training step, MLP 784-256-256-10, batch 256, SGD", "us/step", "step256", eager, hybridized, 100.0);
-  }
-  {
-    const double eager = add_chain_seconds_per_op(gpu0, false, 1000);
-    const double hybridized = add_chain_seconds_per_op(gpu0, true, 1000);
-    add_case(rows, "tiny add chain, 50 adds on (4,)", "us/op", "add_chain", eager, hybridized, 1.0);
+  if (have_gpu) {
+    for (const std::int64_t batch : {1, 64}) {
+      const double eager = forward_seconds(gpu0, batch, false, 1000);
+      const double hybridized = forward_seconds(gpu0, batch, true, 1000);
+      add_case(rows, "MLP 784-256-256-10 forward, batch " + std::to_string(batch), "us/forward",
+               "mlp" + std::to_string(batch), eager, hybridized, batch == 1 ? 6.0 : 0.0);
+    }
+    {
+      const double eager = training_step_seconds(gpu0, false, 200);
+      const double hybridized = training_step_seconds(gpu0, true, 200);
+      add_case(rows, "training step, MLP 784-256-256-10, batch 256, SGD", "us/step", "step256", eager, hybridized, 100.0);
+    }
+    {
+      const double eager = add_chain_seconds_per_op(gpu0, false, 1000);
+      const double hybridized = add_chain_seconds_per_op(gpu0, true, 1000);
+      add_case(rows, "tiny add chain, 50 adds on (4,)", "us/op", "add_chain", eager, hybridized, 1.0);
+    }
   }
   {
     const double eager = forward_seconds(cpu0, 64, false, 200);
@@ -160,7 +165,7 @@ int main(int argc, char** argv) {
     add_case(rows, "cpu(0): training step, MLP 784-256-256-10, batch 256, SGD", "us/step", "", eager, hybridized);
   }
 
-  bench::attach_peer(rows, bench::run_peer("python3 " + peer_script + " hybridize"));
+  if (have_gpu) bench::attach_peer(rows, bench::run_peer("python3 " + peer_script + " hybridize"));
   std::printf("\n");
   bench::print_table(rows);
   return 0;
