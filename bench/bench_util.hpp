@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bench {
@@ -26,6 +27,28 @@ double median_seconds(Fn&& fn, Sync&& sync, int reps, int trials = 5) {
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+// The medians of median_seconds for two ways of doing one thing, their trials interleaved (a, b,
+// a, b, ...), so that a drift of the machine's speed during the run (other tenants, clocks) moves
+// both alike instead of the one measured second.
+template <class FnA, class FnB, class Sync>
+std::pair<double, double> paired_median_seconds(FnA&& a, FnB&& b, Sync&& sync, int reps, int trials = 9) {
+  std::vector<double> times_a, times_b;
+  const auto trial = [&](auto& fn, std::vector<double>& times, bool keep) {
+    sync();
+    const auto start = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) fn();
+    sync();
+    if (keep) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps);
+  };
+  for (int t = 0; t <= trials; ++t) {  // trial 0 warms both up
+    trial(a, times_a, t > 0);
+    trial(b, times_b, t > 0);
+  }
+  std::sort(times_a.begin(), times_a.end());
+  std::sort(times_b.begin(), times_b.end());
+  return {times_a[times_a.size() / 2], times_b[times_b.size() / 2]};
 }
 
 // Runs `python3 SCRIPT ARGS` and reads lines "case seconds" (the PyTorch peer). Empty when python3

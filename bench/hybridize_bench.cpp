@@ -14,6 +14,8 @@
 // (the training step: input and labels), as users of torch.cuda.graph do.
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -56,32 +58,46 @@ class AddChain : public mx::gluon::Block {
   }
 };
 
-// Seconds per MLP forward of a (batch, 784) input on ctx. The warm-up trial traces the graph.
-double forward_seconds(mx::Context ctx, std::int64_t batch, bool hybridized, int reps) {
-  nn::Sequential net = mlp(ctx, hybridized);
+// A call of the MLP forward on a (batch, 784) input on ctx, with its net and input. The first
+// call traces the graph.
+std::function<void()> forward_call(mx::Context ctx, std::int64_t batch, bool hybridized) {
+  auto net = std::make_shared<nn::Sequential>(mlp(ctx, hybridized));
   const nd::NDArray x = nd::random::uniform(0, 1, {batch, 784}, ctx);
-  nd::NDArray y;
-  return bench::median_seconds([&] { y = net(x); }, nd_sync, reps);
+  return [net, x] { nd::NDArray y = (*net)(x); };
 }
 
-// Seconds per training step (batch kStepBatch, SGD lr 0.1) on ctx; the same code for both modes.
-double training_step_seconds(mx::Context ctx, bool hybridized, int reps) {
+// A training step (batch kStepBatch, SGD lr 0.1) on ctx with its net, trainer and data; the same
+// code for both modes.
+std::function<void()> training_step_call(mx::Context ctx, bool hybridized) {
+  struct Step {
+    nn::Sequential net;
+    mx::gluon::Trainer trainer;
+    mx::gluon::loss::SoftmaxCrossEntropyLoss loss;
+    nd::NDArray x, label;
+  };
   nn::Sequential net = mlp(ctx, hybridized);
   mx::gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", 0.1}});
-  mx::gluon::loss::SoftmaxCrossEntropyLoss loss;
-  const nd::NDArray x = nd::random::uniform(0, 1, {kStepBatch, 784}, ctx);
   // Labels 0..9: uniform in [0, 9.99), truncated.
-  const nd::NDArray label =
-      nd::random::uniform(0, 9.99, {kStepBatch}, ctx).astype(mx::DType::int32).astype(mx::DType::float32);
-  return bench::median_seconds([&] {
+  auto s = std::make_shared<Step>(Step{std::move(net), std::move(trainer), mx::gluon::loss::SoftmaxCrossEntropyLoss(),
+                                       nd::random::uniform(0, 1, {kStepBatch, 784}, ctx),
+                                       nd::random::uniform(0, 9.99, {kStepBatch}, ctx)
+                                           .astype(mx::DType::int32)
+                                           .astype(mx::DType::float32)});
+  return [s] {
     nd::NDArray l;
     {
       auto recording = mx::autograd::record();
-      l = loss(net(x), label);
+      l = s->loss(s->net(s->x), s->label);
     }
     l.backward();
-    trainer.step(kStepBatch);
-  }, nd_sync, reps);
+    s->trainer.step(kStepBatch);
+  };
+}
+
+// Seconds per call of eager and of hybridized, their trials interleaved.
+std::pair<double, double> eager_and_hybridized(const std::function<void()>& eager,
+                                               const std::function<void()>& hybridized, int reps) {
+  return bench::paired_median_seconds(eager, hybridized, nd_sync, reps);
 }
 
 // Seconds per add of the chain on ctx.
@@ -138,14 +154,14 @@ int main(int argc, char** argv) {
 
   if (have_gpu) {
     for (const std::int64_t batch : {1, 64}) {
-      const double eager = forward_seconds(gpu0, batch, false, 1000);
-      const double hybridized = forward_seconds(gpu0, batch, true, 1000);
+      const auto [eager, hybridized] =
+          eager_and_hybridized(forward_call(gpu0, batch, false), forward_call(gpu0, batch, true), 1000);
       add_case(rows, "MLP 784-256-256-10 forward, batch " + std::to_string(batch), "us/forward",
                "mlp" + std::to_string(batch), eager, hybridized, batch == 1 ? 6.0 : 0.0);
     }
     {
-      const double eager = training_step_seconds(gpu0, false, 200);
-      const double hybridized = training_step_seconds(gpu0, true, 200);
+      const auto [eager, hybridized] =
+          eager_and_hybridized(training_step_call(gpu0, false), training_step_call(gpu0, true), 200);
       add_case(rows, "training step, MLP 784-256-256-10, batch 256, SGD", "us/step", "step256", eager, hybridized, 100.0);
     }
     {
@@ -155,13 +171,13 @@ int main(int argc, char** argv) {
     }
   }
   {
-    const double eager = forward_seconds(cpu0, 64, false, 200);
-    const double hybridized = forward_seconds(cpu0, 64, true, 200);
+    const auto [eager, hybridized] =
+        eager_and_hybridized(forward_call(cpu0, 64, false), forward_call(cpu0, 64, true), 200);
     add_case(rows, "cpu(0): MLP 784-256-256-10 forward, batch 64", "us/forward", "", eager, hybridized);
   }
   {
-    const double eager = training_step_seconds(cpu0, false, 20);
-    const double hybridized = training_step_seconds(cpu0, true, 20);
+    const auto [eager, hybridized] =
+        eager_and_hybridized(training_step_call(cpu0, false), training_step_call(cpu0, true), 20);
     add_case(rows, "cpu(0): training step, MLP 784-256-256-10, batch 256, SGD", "us/step", "", eager, hybridized);
   }
 

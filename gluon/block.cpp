@@ -229,6 +229,9 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
     pair = std::make_shared<TrainingPair>();
     graph::Executor::Options keep;
     keep.keep = cached->gradient.forward_entries;
+    // Replayed op by op (cpu(0)), the forward reads x where it is, and the backward reads x
+    // there too, as an eager backward does.
+    keep.read_feeds_in_place = true;
     pair->forward = std::make_unique<graph::Executor>(cached->graph, signature.training, std::vector<std::string>{"data"},
                                                       std::vector{x}, cached->param_names, bound, keep);
     cached->pairs.push_back(pair);

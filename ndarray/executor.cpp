@@ -214,10 +214,11 @@ void Executor::plan(const std::vector<NDArray>& bound) {
   for (const op::Invocation& step : steps_) capturable_ = capturable_ && !step.op->random;
   for (const Entry& e : g.heads) capturable_ = capturable_ && bytes_of(values_[e.node].at(e.index)) > 0;
   for (const NDArray& f : feed_buffers_) capturable_ = capturable_ && bytes_of(f) > 0;
-  // A replay op by op can read the caller's inputs where they are, instead of copies, when nothing
-  // reads the feeds' buffers after the run: no kept values, no head that is a feed or its view.
+  // A replay op by op can read the caller's inputs where they are, instead of copies, when no
+  // head is a feed or its view (value() gives kept feeds as the inputs themselves).
   feed_reads_.clear();
-  bool direct = !capturable_ && options_.read_feeds_in_place && options_.keep.empty();
+  last_feeds_.clear();
+  bool direct = !capturable_ && options_.read_feeds_in_place;
   for (const Entry& e : g.heads) {
     for (const NDArray& f : feed_buffers_) direct = direct && !values_[e.node].at(e.index).shares_memory(f);
   }
@@ -249,11 +250,17 @@ void Executor::run_steps() {
   for (const op::Invocation& step : steps_) op::run_kernel(step);
 }
 
-const NDArray& Executor::value(Entry e) const { return values_.at(e.node).at(e.index); }
+NDArray Executor::value(Entry e) const {
+  const NDArray& v = values_.at(e.node).at(e.index);
+  for (std::size_t i = 0; i < last_feeds_.size(); ++i) {
+    if (v.shares_memory(feed_buffers_[i])) return last_feeds_[i].reshape(v.shape());  // read in place
+  }
+  return v;
+}
 
-const NDArray& Executor::variable(const std::string& name) const {
+NDArray Executor::variable(const std::string& name) const {
   for (std::uint32_t id : graph_->arg_nodes()) {
-    if (graph_->nodes[id].name == name) return values_[id].at(0);
+    if (graph_->nodes[id].name == name) return value({id, 0});
   }
   throw ValueError("graph executor: no variable '" + name + "'");
 }
@@ -315,7 +322,9 @@ std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std:
       put_back.planned.push_back(in);
       in = dense_feeds[r.feed].reshape(in.shape());
     }
+    last_feeds_.clear();
     run_steps();
+    last_feeds_ = dense_feeds;
     b.copy_batch(ctx_, copies(false));
     return outputs;
   }

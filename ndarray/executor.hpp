@@ -40,8 +40,8 @@ class Executor {
     bool reuse_memory = true;  // intermediates share buffers by liveness
     std::vector<Entry> keep;   // entries whose buffers stay theirs after a run (value() reads them)
     bool capture = true;       // replay as a captured graph where the context can
-    // A replay op by op may read the inputs where they are instead of copying them in; variable()
-    // of a feed then does not hold the last input. For callers that read nothing after the run.
+    // A replay op by op may read the inputs where they are instead of copying them in; value()
+    // and variable() of a feed, or of a view of one, then give the last run's input itself.
     bool read_feeds_in_place = false;
     // false: run() returns the heads' planned arrays themselves (where a head has a buffer of its
     // own), not copies; the next run overwrites them. heads_in_use() says whether one is still held.
@@ -68,10 +68,11 @@ class Executor {
   // A bound array that is no longer the planned one (a parameter given new storage) re-plans.
   std::vector<nd::NDArray> run(const std::vector<nd::NDArray>& feeds, const std::vector<nd::NDArray>& bound);
 
-  // A variable's or op output's planned array (a feed's holds the last run's input). Kept
-  // entries (Options::keep), variables and heads hold their values until the next run.
-  const nd::NDArray& value(Entry e) const;
-  const nd::NDArray& variable(const std::string& name) const;
+  // A variable's or op output's planned array (a feed's holds the last run's input, or is that
+  // input where the run read it in place). Kept entries (Options::keep), variables and heads hold
+  // their values until the next run.
+  nd::NDArray value(Entry e) const;
+  nd::NDArray variable(const std::string& name) const;
   // Whether a caller still holds a head that run() returned without copying (Options::copy_heads).
   bool heads_in_use() const;
   // Whether runs are launched as one captured graph now.
@@ -107,6 +108,7 @@ class Executor {
   std::vector<bool> head_direct_;
   std::vector<long> head_users_;
   bool direct_feeds_ = false;
+  std::vector<nd::NDArray> last_feeds_;  // the inputs the last run read in place
   bool planned_ = false;
   std::unique_ptr<CapturedWork> captured_;
 };
