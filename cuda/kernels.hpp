@@ -3,7 +3,9 @@
 // the launch (the CPU ones are in ndarray/cpu/layout.cpp).
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "ndarray/backend.hpp"
 
@@ -13,5 +15,17 @@ void gather(cudaStream_t stream, DType dt, const GatherIndex& index, const void*
 void scatter(cudaStream_t stream, DType dt, const GatherIndex& index, const void* in, void* out);
 // Every item's bytes copied, in as few launches as the kernel's parameter space allows.
 void copy_batch(cudaStream_t stream, const std::vector<CopyItem>& items);
+
+// copy_batch's kernel, a byte a thread, as a CUDA graph kernel node's parameters, for small copies
+// in a captured graph (cuda/graph.cpp), where a kernel node starts sooner than a memcpy node.
+// `params` points into this object: keep it where it is while they are used.
+struct CopyNodeParams {
+  static constexpr std::size_t kMaxItems = 48;
+  cudaKernelNodeParams params{};
+  alignas(8) unsigned char argument[2048];  // the kernel's one argument, its list of copies
+  void* arguments[1] = {argument};
+};
+// Fills out for items (at most kMaxItems).
+void copy_node_params(const std::vector<CopyItem>& items, CopyNodeParams& out);
 
 }  // namespace mx::cuda

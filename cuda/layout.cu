@@ -1,6 +1,9 @@
 // GPU copies through strided views: gather (a view made contiguous) and scatter (written into one).
 // The op families are in cuda/ops/.
 #include "cuda/kernels.hpp"
+
+#include <cstring>
+
 #include "cuda/launch.hpp"
 
 namespace mx::cuda {
@@ -89,6 +92,25 @@ void copy_lists(cudaStream_t stream, const std::vector<CopyItem>& items) {
 }
 
 }  // namespace
+
+void copy_node_params(const std::vector<CopyItem>& items, CopyNodeParams& out) {
+  static_assert(CopyNodeParams::kMaxItems == kMaxCopies && sizeof(CopyList<unsigned char>) <= sizeof out.argument);
+  if (items.empty() || items.size() > CopyNodeParams::kMaxItems) throw Error("copy_node_params: 1 to 48 copies");
+  CopyList<unsigned char> list;
+  for (const CopyItem& item : items) {
+    const int c = list.count++;
+    list.dst[c] = static_cast<unsigned char*>(item.dst);
+    list.src[c] = static_cast<const unsigned char*>(item.src);
+    list.end[c] = (c ? list.end[c - 1] : 0) + static_cast<std::int64_t>(item.bytes);
+  }
+  std::memcpy(out.argument, &list, sizeof list);
+  out.arguments[0] = out.argument;
+  out.params = {};
+  out.params.func = reinterpret_cast<void*>(&copy_words<unsigned char>);
+  out.params.gridDim = dim3(blocks_for(list.end[list.count - 1]));
+  out.params.blockDim = dim3(kThreads);
+  out.params.kernelParams = out.arguments;
+}
 
 void copy_batch(cudaStream_t stream, const std::vector<CopyItem>& items) {
   std::uintptr_t bits = 0;

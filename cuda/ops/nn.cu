@@ -1,4 +1,6 @@
 // GPU launches of the nn family (ndarray/ops/nn.cpp has the ops and their CPU reference loops).
+#include <atomic>
+
 #include "cuda/curand_stream.hpp"
 #include "cuda/device.hpp"
 #include "cuda/launch.hpp"
@@ -30,6 +32,117 @@ __global__ void dropout_elements(T* out, T* mask, const T* in, const ComputeType
     mask[i] = draws[i] > threshold ? scale : T(0);
     out[i] = static_cast<T>(in[i] * mask[i]);
   }
+}
+
+// FullyConnected of a few rows (kFewRows or fewer, float32): y[m, n] = act(x[m, :] · w[n, :] + b[n]),
+// one kernel where cuBLASLt runs a GEMV kernel per product (about 2.5 µs each on an H100 at batch
+// 1). `split` warps (1, 2, 4 or 8) share an output n, each summing a contiguous chunk of the k range
+// (at most kFewPerLane values per lane); their sums meet in shared memory in a fixed order, so
+// results repeat bit for bit. A block of 8 warps holds 8 / split outputs.
+// Launched as a programmatic dependent launch on Hopper (few_rows_launch): the kernel lets the next
+// one be launched at once and warms L2 with its weight chunk, and only then waits for the previous
+// kernel's writes. L2 is where the GPU's memory is coherent, so a weight that the previous kernel
+// updates (an optimizer step) is read fresh after the wait.
+constexpr int kFewRows = 4;
+constexpr int kFewPerLane = 16;
+constexpr int kFewWarps = cuda::kThreads / 32;
+
+template <class Act>
+__global__ void __launch_bounds__(cuda::kThreads)
+    few_rows_dense(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
+                   float* __restrict__ y, int rows, int in, int out, int split, Act act) {
+  __shared__ float partial[kFewWarps][kFewRows];
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int n = static_cast<int>(blockIdx.x) * (kFewWarps / split) + warp / split;
+  const int chunk = (in + split - 1) / split;
+  const int k0 = (warp % split) * chunk, k1 = min(in, k0 + chunk);
+  const float* row = w + static_cast<std::int64_t>(n) * in;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (n < out) {
+    for (int k = k0 + lane * 32; k < k1; k += 32 * 32) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + k));
+  }
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  float acc[kFewRows] = {};
+  if (n < out) {
+    float wv[kFewPerLane];
+#pragma unroll
+    for (int i = 0; i < kFewPerLane; ++i) {
+      const int k = k0 + i * 32 + lane;
+      wv[i] = k < k1 ? row[k] : 0.0f;
+    }
+#pragma unroll
+    for (int m = 0; m < kFewRows; ++m) {
+      if (m >= rows) break;
+      const float* xm = x + static_cast<std::int64_t>(m) * in;
+#pragma unroll
+      for (int i = 0; i < kFewPerLane; ++i) {
+        const int k = k0 + i * 32 + lane;
+        if (k < k1) acc[m] = fmaf(wv[i], xm[k], acc[m]);
+      }
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < kFewRows; ++m) {
+    for (int offset = 16; offset > 0; offset /= 2) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], offset);
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int m = 0; m < kFewRows; ++m) partial[warp][m] = acc[m];
+  }
+  __syncthreads();
+  if (warp % split == 0 && lane < rows && n < out) {
+    float sum = 0.0f;
+    for (int j = 0; j < split; ++j) sum += partial[warp + j][lane];
+    if (bias) sum += bias[n];
+    y[static_cast<std::int64_t>(lane) * out + n] = act(sum);
+  }
+}
+
+// Whether device `id` has programmatic dependent launch (compute capability 9.0 or newer).
+bool has_dependent_launch(int id) {
+  static std::atomic<int> major[64] = {};
+  if (id < 0 || id >= 64) return false;
+  int m = major[id].load(std::memory_order_relaxed);
+  if (m == 0) {
+    NDG_CUDA_CHECK(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, id));
+    major[id].store(m, std::memory_order_relaxed);
+  }
+  return m >= 9;
+}
+
+// The few-rows path of FullyConnected, when the invocation fits it: float32, contiguous, at most
+// kFewRows rows and 8 · 32 · kFewPerLane input features. Returns whether it ran.
+bool few_rows_fully_connected(const ExecContext& ec, const Invocation& inv) {
+  const auto& p = inv.params.as<FullyConnectedParams>();
+  const nd::NDArray &x = inv.inputs[0], &w = inv.inputs[1], &y = inv.outputs[0];
+  if (y.dtype() != DType::float32 || y.size() == 0 || !x.is_contiguous() || !w.is_contiguous()) return false;
+  if (!p.no_bias && !inv.inputs[2].is_contiguous()) return false;
+  const std::int64_t out = p.num_hidden, rows = y.size() / out, in = w.shape()[1];
+  if (rows > kFewRows || in < 1 || in > kFewWarps * 32 * kFewPerLane) return false;
+  // The fewest warps per output whose chunks fit, then more while the GPU has room for them and a
+  // chunk stays at least 64 values.
+  int split = 1;
+  while (split * 32 * kFewPerLane < in) split *= 2;
+  while (split < kFewWarps && out * split < 4096 && in / (2 * split) >= 64) split *= 2;
+  const dim3 grid(static_cast<unsigned>((out + kFewWarps / split - 1) / (kFewWarps / split)));
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(cuda::kThreads);
+  config.stream = cuda::stream_of(ec);
+  config.attrs = &attribute;
+  config.numAttrs = has_dependent_launch(ec.ctx.device_id()) ? 1 : 0;
+  const float* bias = p.no_bias ? nullptr : static_cast<const float*>(inv.inputs[2].data());
+  with_activation(p.act, [&](auto act) {
+    NDG_CUDA_CHECK(cudaLaunchKernelEx(&config, &few_rows_dense<decltype(act)>, static_cast<const float*>(x.data()),
+                                      static_cast<const float*>(w.data()), bias, static_cast<float*>(y.data()),
+                                      static_cast<int>(rows), static_cast<int>(in), static_cast<int>(out), split, act));
+  });
+  return true;
 }
 
 // out[i] = f(g[i], x[i], y[i])
@@ -85,9 +198,11 @@ void dropout(const ExecContext& ec, const Invocation& inv) {
   });
 }
 
-// The product with the bias and relu in cuBLASLt's epilogue (one kernel) where it has one; else
-// the product, then the bias and activation in one pass over it, in place.
+// A few rows: few_rows_dense. Else the product with the bias and relu in cuBLASLt's epilogue (one
+// kernel) where it has one; else the product, then the bias and activation in one pass over it,
+// in place.
 void fully_connected(const ExecContext& ec, const Invocation& inv) {
+  if (few_rows_fully_connected(ec, inv)) return;
   const auto& p = inv.params.as<FullyConnectedParams>();
   const nd::NDArray& y = inv.outputs[0];
   const bool relu = p.act == UnaryOp::relu;

@@ -3,6 +3,8 @@
 // computation composed of dot, add and the activation ops, and the argument errors.
 // nd::LeakyReLU (each act_type) against hand-computed values, its gradient against central
 // differences; nd::BlockGrad's values and zero gradient. Every numeric case runs on every context.
+// Batches of up to 4 rows, which GPUs compute with a kernel of ndgluon's own, against the same
+// reference.
 #include "test/support/boost_test.hpp"
 #include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
@@ -106,6 +108,58 @@ BOOST_AUTO_TEST_CASE(fully_connected_against_naive_reference) {
       });
     }
   }
+}
+
+// Batches of 1 to 4 float32 rows run one kernel of ndgluon's own on a GPU (cuda/ops/nn.cu,
+// few_rows_dense), its k range split over up to 8 warps per output; 5 rows and more than 4096
+// input features go to cuBLASLt. Every shape against the naive reference, and a second call gives
+// the same bits.
+BOOST_AUTO_TEST_CASE(fully_connected_of_a_few_rows_against_naive_reference) {
+  struct Case {
+    std::int64_t in, hidden;
+  };
+  for (const Case c : {Case{784, 256}, Case{256, 10}, Case{3, 7}, Case{1500, 33}, Case{4096, 3}, Case{4097, 2}}) {
+    for (const std::int64_t rows : {1, 2, 4, 5}) {
+      const Values xv = uniform_values(rows * c.in, 11), wv = uniform_values(c.hidden * c.in, 12),
+                   bv = uniform_values(c.hidden, 13);
+      for (const std::string act : {"", "relu", "tanh"}) {
+        BOOST_TEST_CONTEXT("rows " << rows << ", in " << c.in << ", hidden " << c.hidden << ", act \"" << act << "\"") {
+          ndg_test::for_each_context([&](mx::Context ctx) {
+            const nd::NDArray x = nd::array(xv, {rows, c.in}, ctx);
+            const nd::NDArray w = nd::array(wv, {c.hidden, c.in}, ctx);
+            const nd::NDArray b = nd::array(bv, {c.hidden}, ctx);
+            const nd::NDArray out = nd::FullyConnected(x, w, b, c.hidden, false, true, act);
+            ndg_test::check_close(out, naive_fully_connected(xv, wv, bv, rows, c.in, c.hidden, act), 1e-4, 1e-4);
+            BOOST_TEST(values(nd::FullyConnected(x, w, b, c.hidden, false, true, act)) == values(out), tt::per_element());
+            ndg_test::check_close(nd::FullyConnected(x, w, nd::NDArray(), c.hidden, true, true, act),
+                                  naive_fully_connected(xv, wv, {}, rows, c.in, c.hidden, act), 1e-4, 1e-4);
+          });
+        }
+      }
+    }
+  }
+}
+
+// Each product reads its weight as the ops before it left it: both weights updated in place, then
+// two chained products of one row, twenty times over. On a GPU a product may be launched before
+// the kernel ahead of it ends, and must read nothing that kernel writes before it does. x is ones
+// and every weight i + 1, so h = 784 (i + 1) and y = 256 · 784 (i + 1)^2, exact in float32.
+BOOST_AUTO_TEST_CASE(fully_connected_of_one_row_reads_the_weights_just_updated) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray x = nd::ones({1, 784}, ctx);
+    nd::NDArray w1 = nd::zeros({256, 784}, ctx), w2 = nd::zeros({1, 256}, ctx);
+    std::vector<nd::NDArray> outs;
+    for (int i = 0; i < 20; ++i) {
+      w1 += 1.0;
+      w2 += 1.0;
+      outs.push_back(nd::FullyConnected(nd::FullyConnected(x, w1, nd::NDArray(), 256, true), w2, nd::NDArray(), 1, true));
+    }
+    for (int i = 0; i < 20; ++i) {
+      BOOST_TEST_CONTEXT("update " << i) {
+        BOOST_TEST(values(outs[static_cast<std::size_t>(i)]) == (Values{256.0 * 784.0 * (i + 1) * (i + 1)}), tt::per_element());
+      }
+    }
+  });
 }
 
 BOOST_AUTO_TEST_CASE(fully_connected_flattens_or_maps_the_last_axis) {
