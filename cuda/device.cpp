@@ -30,6 +30,9 @@ Device::Device(int id) : id_(id) {
   std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
   NDG_CUDA_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold));
   NDG_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, id));
+  int major = 0;
+  NDG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, id));
+  dependent_launch_ = major >= 9;
 }
 
 cublasHandle_t Device::cublas() {

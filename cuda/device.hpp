@@ -40,6 +40,10 @@ class Device {
   void join_comm();
   cudaMemPool_t pool() const { return pool_; }
   int multiprocessors() const { return multiprocessors_; }
+  // Programmatic dependent launch (compute capability 9.0 or newer): a kernel launched with
+  // cudaLaunchAttributeProgrammaticStreamSerialization may start before the kernel ahead of it
+  // ends, and waits for it (griddepcontrol.wait) before reading what that kernel writes.
+  bool dependent_launch() const { return dependent_launch_; }
 
   cublasHandle_t cublas();  // bound to stream()
   // The generator, bound to stream(), ready to draw n values (see CurandStream::prepare), and the
@@ -63,6 +67,7 @@ class Device {
   std::vector<cudaEvent_t> marks_;  // by slot, made on first use
   cudaMemPool_t pool_ = nullptr;
   int multiprocessors_ = 0;
+  bool dependent_launch_ = false;
   std::once_flag cublas_once_;
   cublasHandle_t cublas_ = nullptr;
   std::mutex curand_mutex_;

@@ -17,8 +17,9 @@ void scatter(cudaStream_t stream, DType dt, const GatherIndex& index, const void
 void copy_batch(cudaStream_t stream, const std::vector<CopyItem>& items);
 
 // copy_batch's kernel, a byte a thread, as a CUDA graph kernel node's parameters, for small copies
-// in a captured graph (cuda/graph.cpp), where a kernel node starts sooner than a memcpy node.
-// `params` points into this object: keep it where it is while they are used.
+// in a captured graph (cuda/graph.cpp), where a kernel starts sooner than a memcpy node and can be
+// a programmatic dependent launch. `params` points into this object: keep it where it is while
+// they are used.
 struct CopyNodeParams {
   static constexpr std::size_t kMaxItems = 48;
   cudaKernelNodeParams params{};

@@ -58,8 +58,15 @@ struct CopyList {
   int count = 0;
 };
 
+// Launched as a programmatic dependent launch in a captured graph (cuda/graph.cpp), it lets the
+// next kernel be launched at once and waits for the kernel ahead of it before reading; launched
+// plainly, the wait returns at once.
 template <class W>
 __global__ void copy_words(CopyList<W> list) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   const std::int64_t total = list.end[list.count - 1];
   for (std::int64_t i = global_thread(); i < total; i += grid_stride()) {
     int lo = 0, hi = list.count - 1;  // the first copy whose end is past i

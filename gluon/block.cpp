@@ -52,7 +52,11 @@ struct CachedGraph {
   std::shared_ptr<const graph::Graph> graph;
   std::vector<Parameter> params;
   std::vector<std::string> param_names;
-  std::unique_ptr<graph::Executor> exec;  // not recording
+  // Not recording: executors that hand out their heads without a copy (at most two, each used
+  // while nobody holds its last result: y = net(x) holds the last y while it makes the next), and
+  // one that copies them, for when both are held or the plan is large.
+  std::vector<std::unique_ptr<graph::Executor>> direct;
+  std::unique_ptr<graph::Executor> copying;
   // Recording: the gradient graph for wrt ("data" when the input needs it, then the parameters
   // with gradients), and a pair per forward whose backward is pending.
   graph::GradientGraph gradient;
@@ -212,13 +216,31 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
   // Recorded with nothing to differentiate (no input history, every parameter frozen): the result
   // is not recorded, as an eager call's would not be.
   if (!recording || cached->wrt.empty()) {
-    if (!cached->exec) {
+    // Heads handed out as the executor's own buffers save a copy per head (on a GPU, a node of the
+    // captured graph); a second set of buffers is worth that only for small plans.
+    constexpr std::size_t kDirectPlanBytes = std::size_t{64} << 20;
+    const auto make = [&](bool copy_heads) {
       graph::Executor::Options options;
       options.read_feeds_in_place = true;
-      cached->exec = std::make_unique<graph::Executor>(cached->graph, signature.training, std::vector<std::string>{"data"},
-                                                       std::vector{x}, cached->param_names, bound, options);
+      options.copy_heads = copy_heads;
+      return std::make_unique<graph::Executor>(cached->graph, signature.training, std::vector<std::string>{"data"},
+                                               std::vector{x}, cached->param_names, bound, options);
+    };
+    if (cached->direct.empty() && !cached->copying) {  // the first call: the plan's size decides
+      std::unique_ptr<graph::Executor> first = make(false);
+      if (first->planned_bytes() <= kDirectPlanBytes) cached->direct.push_back(std::move(first));
+      else cached->copying = make(true);
     }
-    return cached->exec->run({x}, bound).at(0);
+    graph::Executor* exec = nullptr;
+    for (const auto& e : cached->direct) {
+      if (!exec && !e->heads_in_use()) exec = e.get();
+    }
+    if (!exec && !cached->direct.empty() && cached->direct.size() < 2) exec = cached->direct.emplace_back(make(false)).get();
+    if (!exec) {
+      if (!cached->copying) cached->copying = make(true);
+      exec = cached->copying.get();
+    }
+    return exec->run({x}, bound).at(0);
   }
   // A pair no pending backward holds, and whose last gradients nobody holds, else a new one.
   std::shared_ptr<TrainingPair> pair;

@@ -1,6 +1,4 @@
 // GPU launches of the nn family (ndarray/ops/nn.cpp has the ops and their CPU reference loops).
-#include <atomic>
-
 #include "cuda/curand_stream.hpp"
 #include "cuda/device.hpp"
 #include "cuda/launch.hpp"
@@ -100,18 +98,6 @@ __global__ void __launch_bounds__(cuda::kThreads)
   }
 }
 
-// Whether device `id` has programmatic dependent launch (compute capability 9.0 or newer).
-bool has_dependent_launch(int id) {
-  static std::atomic<int> major[64] = {};
-  if (id < 0 || id >= 64) return false;
-  int m = major[id].load(std::memory_order_relaxed);
-  if (m == 0) {
-    NDG_CUDA_CHECK(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, id));
-    major[id].store(m, std::memory_order_relaxed);
-  }
-  return m >= 9;
-}
-
 // The few-rows path of FullyConnected, when the invocation fits it: float32, contiguous, at most
 // kFewRows rows and 8 · 32 · kFewPerLane input features. Returns whether it ran.
 bool few_rows_fully_connected(const ExecContext& ec, const Invocation& inv) {
@@ -135,7 +121,7 @@ bool few_rows_fully_connected(const ExecContext& ec, const Invocation& inv) {
   config.blockDim = dim3(cuda::kThreads);
   config.stream = cuda::stream_of(ec);
   config.attrs = &attribute;
-  config.numAttrs = has_dependent_launch(ec.ctx.device_id()) ? 1 : 0;
+  config.numAttrs = cuda::device(ec.ctx.device_id()).dependent_launch() ? 1 : 0;
   const float* bias = p.no_bias ? nullptr : static_cast<const float*>(inv.inputs[2].data());
   with_activation(p.act, [&](auto act) {
     NDG_CUDA_CHECK(cudaLaunchKernelEx(&config, &few_rows_dense<decltype(act)>, static_cast<const float*>(x.data()),
