@@ -9,6 +9,7 @@
 #include "cuda/graph.hpp"
 #include "cuda/kernels.hpp"
 #include "cuda/memory.hpp"
+#include "ndarray/ops/parallel.hpp"
 
 namespace mx {
 namespace {
@@ -192,7 +193,7 @@ class GpuBackend final : public Backend {
       synchronize(dst_ctx);
       return;
     }
-    std::memcpy(staging, src, bytes);
+    op::parallel_memcpy(staging, src, bytes);
     cudaEvent_t copied = nullptr;
     try {
       if (!fresh) stream_wait(dev.copy_stream(), dev.stream());

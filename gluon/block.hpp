@@ -57,7 +57,8 @@ class Block {
   // second signature is an mx::ValueError. Every call drops the graphs traced so far (so does
   // adding a child, and a parameter's grad_req changing traces again); active = false returns to
   // eager calls. Memory is always planned statically; static_alloc is accepted for MXNet's
-  // signature.
+  // signature. A call that records nothing returns a buffer of the plan itself (no copy) when
+  // nobody holds the one it returned last: a held result is never overwritten by a later call.
   void hybridize(bool active = true, bool static_alloc = false, bool static_shape = false);
   bool is_hybridized() const;
   // MXNet's HybridBlock.export (`export` is a C++ keyword): writes path-symbol.json (MXNet's symbol

@@ -7,7 +7,8 @@
 // run), and views cost nothing (Reshape and Flatten of a contiguous array, and an op that is the
 // identity in this mode, are the same memory). Each op becomes a prebuilt Invocation.
 // Replay: the inputs are copied into their planned buffers, the invocations run through their
-// kernels, and the results are copied out into new arrays. On a GPU the second replay captures
+// kernels, and the results are copied out into new arrays (or handed out as the planned buffers
+// themselves, Options::copy_heads). On a GPU the second replay captures
 // all of this into a CUDA graph (Backend::capture), and every later one is a single launch.
 //
 // The capture records everything queued on the device's stream meanwhile: while an executor

@@ -7,6 +7,7 @@
 
 #include "ndarray/cpu/kernels.hpp"
 #include "ndarray/host_random.hpp"
+#include "ndarray/ops/parallel.hpp"
 
 namespace mx {
 namespace {
@@ -57,10 +58,9 @@ class CpuBackend final : public Backend {
     }
   }
 
+  // Large items (a gradient written back, a replay's batch) go over the cores.
   void copy_batch(Context, const std::vector<CopyItem>& items) override {
-    for (const CopyItem& item : items) {
-      if (item.bytes) std::memcpy(item.dst, item.src, item.bytes);
-    }
+    for (const CopyItem& item : items) op::parallel_memcpy(item.dst, item.src, item.bytes);
   }
 
   void copy_across(Context, void* dst, Context, const void* src, std::size_t bytes) override {

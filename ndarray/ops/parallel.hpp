@@ -2,7 +2,10 @@
 // The CPU loops' one way to use every core. A loop below kParallelThreshold elements runs inline on
 // the calling thread: entering an OpenMP region costs microseconds (libgomp wakes its team with a
 // futex even under if(false)), more than a small loop takes. Internal.
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace mx::op {
 
@@ -29,6 +32,24 @@ void parallel_for_simd(std::int64_t n, Body&& body) {
   }
 #pragma omp parallel for simd schedule(static)
   for (std::int64_t i = 0; i < n; ++i) body(i);
+}
+
+// memcpy over the cores in 64 KiB chunks from kParallelCopyBytes on: one thread's memcpy moves a
+// fraction of what the memory system can (a batch staged for a GPU, a gradient written back).
+inline constexpr std::size_t kParallelCopyBytes = std::size_t{256} << 10;
+
+inline void parallel_memcpy(void* dst, const void* src, std::size_t bytes) {
+  constexpr std::size_t kChunk = std::size_t{64} << 10;
+  if (bytes < kParallelCopyBytes) {
+    if (bytes) std::memcpy(dst, src, bytes);
+    return;
+  }
+  const auto chunks = static_cast<std::int64_t>((bytes + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::size_t offset = static_cast<std::size_t>(c) * kChunk;
+    std::memcpy(static_cast<char*>(dst) + offset, static_cast<const char*>(src) + offset, std::min(kChunk, bytes - offset));
+  }
 }
 
 }  // namespace mx::op

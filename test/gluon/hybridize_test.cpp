@@ -444,6 +444,38 @@ BOOST_AUTO_TEST_CASE(a_kept_gradient_survives_the_next_replay) {
   });
 }
 
+// Predictions are handed out as a replay's own buffers when nobody holds the last one; a result
+// that is held is never written by a later call: six results held at once, and results dropped
+// one by one as y = net(x) drops them, each equal to the eager net's for its input.
+BOOST_AUTO_TEST_CASE(held_predictions_survive_later_replays) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nn::Sequential net;
+    net.add(nn::Dense(16, "relu"), nn::Dense(3));
+    net.initialize(mx::init::Xavier(), ctx);
+    std::vector<nd::NDArray> inputs;
+    std::vector<std::vector<double>> eager;
+    for (unsigned seed = 0; seed < 6; ++seed) {
+      inputs.push_back(random_array({2, 5}, ctx, 20 + seed));
+      eager.push_back(net(inputs.back()).asvector<double>());
+    }
+    net.hybridize(true, true, true);
+    std::vector<nd::NDArray> held;
+    for (const nd::NDArray& x : inputs) held.push_back(net(x));
+    for (std::size_t i = 0; i < held.size(); ++i) {
+      BOOST_TEST_CONTEXT("held result " << i) { check_close(held[i], eager[i], 0, 0); }
+    }
+    nd::NDArray y;
+    for (int round = 0; round < 3; ++round) {
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        y = net(inputs[i]);
+        BOOST_TEST_CONTEXT("round " << round << ", input " << i) { check_close(y, eager[i], 0, 0); }
+      }
+    }
+    y += 1.0;  // a result written by its owner is the owner's: the next call does not see it
+    check_close(net(inputs[0]), eager[0], 0, 0);
+  });
+}
+
 // save_parameters and load_parameters on a hybridized net: the file is the eager net's, and the
 // next replay reads what was loaded.
 BOOST_AUTO_TEST_CASE(save_and_load_on_a_hybridized_net) {
