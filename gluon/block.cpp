@@ -44,6 +44,10 @@ struct Signature {
 // forward until its backward has run (MXNet's CachedOp state).
 struct TrainingPair {
   std::unique_ptr<graph::Executor> forward, backward;
+  // The backward that computes the parameters' gradients into the buffers backward() offers
+  // (autograd::offered_gradient_buffers), planned for `into`, the heads' buffers it was given.
+  std::unique_ptr<graph::Executor> backward_into;
+  std::vector<nd::NDArray> into;
 };
 
 // One traced signature: the graph, the parameters it reads (its variables other than "data"), and
@@ -155,6 +159,21 @@ std::vector<nd::NDArray> backward_bound(const CachedGraph& c, const graph::Execu
   return out;
 }
 
+// Per head of c's gradient graph, the buffer backward() offers for its gradient (none where it
+// offers none); empty when it offers none at all (under autograd::grad, say).
+std::vector<nd::NDArray> offered_heads(const CachedGraph& c) {
+  const std::vector<nd::NDArray>& offered = autograd::offered_gradient_buffers();
+  std::vector<nd::NDArray> heads(c.gradient.graph->heads.size());
+  bool any = false;
+  for (std::size_t i = 0; i < offered.size() && i < c.gradient.head_of.size(); ++i) {
+    const int h = c.gradient.head_of[i];
+    if (h < 0 || offered[i].is_none()) continue;
+    heads[static_cast<std::size_t>(h)] = offered[i];
+    any = true;
+  }
+  return any ? heads : std::vector<nd::NDArray>{};
+}
+
 // Fills c.wrt_param, c.backward_names and c.backward_sources from c.wrt and c.gradient, once.
 void bind_backward(CachedGraph& c) {
   const auto param_of = [&](const std::string& name) {
@@ -245,7 +264,10 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
   // A pair no pending backward holds, and whose last gradients nobody holds, else a new one.
   std::shared_ptr<TrainingPair> pair;
   for (const auto& p : cached->pairs) {
-    if (p.use_count() == 1 && !(p->backward && p->backward->heads_in_use())) pair = p;
+    if (p.use_count() == 1 && !(p->backward && p->backward->heads_in_use()) &&
+        !(p->backward_into && p->backward_into->heads_in_use())) {
+      pair = p;
+    }
   }
   if (!pair) {
     pair = std::make_shared<TrainingPair>();
@@ -284,6 +306,23 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
                            graph::Executor::Options{.reuse_memory = true, .keep = {}, .capture = false,
                                                     .read_feeds_in_place = false, .copy_heads = true});
       grads = once.run({grad}, bound_now);
+    } else if (std::vector<nd::NDArray> into = ctx.is_cpu() ? offered_heads(*cached) : std::vector<nd::NDArray>{};
+               !into.empty()) {
+      // On cpu(0), the parameters' gradients computed where backward() wants them: no copy of
+      // them afterwards, which costs memory traffic there. On a GPU backward writes them all with
+      // one batched copy kernel after the replay.
+      const bool same = into.size() == pair->into.size() &&
+                        std::equal(into.begin(), into.end(), pair->into.begin(),
+                                   [](const nd::NDArray& a, const nd::NDArray& b) { return a.is(b); });
+      if (!pair->backward_into || !same) {
+        graph::Executor::Options options;
+        options.copy_heads = false;
+        options.head_targets = into;
+        pair->backward_into = std::make_unique<graph::Executor>(cached->gradient.graph, training, std::vector<std::string>{"head_grad"},
+                                                                std::vector{grad}, cached->backward_names, bound_now, options);
+        pair->into = std::move(into);
+      }
+      grads = pair->backward_into->run({grad}, bound_now);
     } else {
       grads = pair->backward->run({grad}, bound_now);
     }

@@ -160,7 +160,19 @@ std::shared_ptr<Node> checked_root(const char* what, const nd::NDArray& head, co
   return root;
 }
 
-// For each node of `order`: the buffer offered to its gradient for each input (op::GradientTargets),
+// The buffers offered to the BackwardFn that backward() is running (offered_gradient_buffers).
+thread_local const std::vector<nd::NDArray>* offered_buffers = nullptr;
+
+struct OfferedBuffers {
+  explicit OfferedBuffers(const std::vector<nd::NDArray>* offers) : previous(offered_buffers) { offered_buffers = offers; }
+  ~OfferedBuffers() { offered_buffers = previous; }
+  OfferedBuffers(const OfferedBuffers&) = delete;
+  OfferedBuffers& operator=(const OfferedBuffers&) = delete;
+  const std::vector<nd::NDArray>* previous;
+};
+
+// For each node of `order`: the buffer offered to its gradient for each input (op::GradientTargets
+// for a registered op's invocation, offered_gradient_buffers for a BackwardFn),
 // which is a "write" leaf's own gradient buffer where that leaf is reached through this one edge
 // alone; empty where there is none.
 std::unordered_map<Node*, std::vector<nd::NDArray>> leaf_buffer_offers(const std::vector<Node*>& order) {
@@ -172,7 +184,6 @@ std::unordered_map<Node*, std::vector<nd::NDArray>> leaf_buffer_offers(const std
   }
   std::unordered_map<Node*, std::vector<nd::NDArray>> offers;
   for (Node* node : order) {
-    if (!node->invocation) continue;
     for (std::size_t i = 0; i < node->inputs.size(); ++i) {
       Node* input = node->inputs[i].get();
       if (!input || !input->leaf || input->accumulate || edges[input] != 1) continue;
@@ -219,6 +230,8 @@ void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const
                                         offer == offers.end() ? std::function<void(std::size_t)>{} : on_written);
       input_grads = node->invocation->op->gradient(*node->invocation, {grad});
     } else {
+      const auto offer = offers.find(node);
+      const OfferedBuffers offered(offer == offers.end() ? nullptr : &offer->second);
       input_grads = node->backward(grad);
     }
     for (std::size_t i = 0; i < node->inputs.size(); ++i) {
@@ -231,6 +244,11 @@ void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const
 }
 
 }  // namespace
+
+const std::vector<nd::NDArray>& offered_gradient_buffers() {
+  static const std::vector<nd::NDArray> none;
+  return offered_buffers ? *offered_buffers : none;
+}
 
 namespace {
 

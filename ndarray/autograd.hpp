@@ -106,5 +106,10 @@ using BackwardFn = std::function<std::vector<nd::NDArray>(const nd::NDArray& gra
 void record_op(const char* op, nd::NDArray& out, const std::vector<const nd::NDArray*>& inputs, BackwardFn backward);
 // Whether record_op would record for these inputs (lets ops skip saving tensors otherwise).
 bool needs_record(const std::vector<const nd::NDArray*>& inputs);
+// For a BackwardFn while backward() runs it: per input, the gradient buffer of the "write"
+// variable that gets its gradient through this node alone (a none array where there is none);
+// empty under grad() and everywhere else. A BackwardFn that computes input i's gradient into
+// that buffer and returns it spares backward the copy (as op::gradient_into does for ops).
+const std::vector<nd::NDArray>& offered_gradient_buffers();
 
 }  // namespace mx::autograd

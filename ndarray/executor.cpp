@@ -131,6 +131,18 @@ void Executor::plan(const std::vector<NDArray>& bound) {
     if (!given[id]) throw ValueError("graph executor: no array given for the variable '" + g.nodes[id].name + "'");
   }
 
+  // The head whose target (Options::head_targets) output j of node i is computed into, or -1.
+  head_target_.assign(g.heads.size(), false);
+  const auto target_head = [&](std::uint32_t i, std::uint32_t j, const op::OutputSpec& spec) {
+    for (std::size_t h = 0; h < g.heads.size() && h < options_.head_targets.size(); ++h) {
+      if (!(g.heads[h] == Entry{i, j})) continue;
+      const NDArray& t = options_.head_targets[h];
+      const bool fits = !t.is_none() && t.shape() == spec.shape && t.dtype() == spec.dtype && t.context() == ctx_ &&
+                        t.is_contiguous();
+      return fits ? static_cast<int>(h) : -1;  // the first head of this entry only
+    }
+    return -1;
+  };
   BlockPool pool{ctx_, {}, {}, 0};
   std::vector<std::vector<int>> block_of(n);  // each entry's block, -1 for none of the pool's
   std::vector<op::OutputSpec> specs;
@@ -164,6 +176,12 @@ void Executor::plan(const std::vector<NDArray>& bound) {
         view_since_step = true;
       } else {
         for (std::size_t j = 0; j < specs.size(); ++j) {
+          if (const int h = target_head(static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j), specs[j]); h >= 0) {
+            block_of[i].resize(std::max(block_of[i].size(), j + 1), -1);
+            inv.outputs.push_back(options_.head_targets[static_cast<std::size_t>(h)]);
+            head_target_[static_cast<std::size_t>(h)] = true;
+            continue;
+          }
           const std::size_t id =
               pool.take(static_cast<std::size_t>(specs[j].shape.numel()) * dtype_size(specs[j].dtype));
           ++pool.blocks[id].live;
@@ -285,7 +303,7 @@ std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std:
   std::vector<NDArray> outputs;
   for (std::size_t h = 0; h < graph_->heads.size(); ++h) {
     const NDArray& v = values_[graph_->heads[h].node].at(graph_->heads[h].index);
-    if (head_direct_[h]) outputs.push_back(v);
+    if (head_direct_[h] || head_target_[h]) outputs.push_back(v);
     else outputs.emplace_back(v.shape(), ctx_, v.dtype());
   }
   std::vector<NDArray> dense_feeds;
@@ -296,7 +314,7 @@ std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std:
       items.push_back({feed_buffers_[i].data(), dense_feeds[i].data(), bytes_of(feed_buffers_[i])});
     }
     for (std::size_t i = 0; !in && i < outputs.size(); ++i) {
-      if (head_direct_[i]) continue;
+      if (head_direct_[i] || head_target_[i]) continue;
       // Planned values are contiguous: pool blocks, feed buffers, views of them, bound arrays.
       const NDArray& v = values_[graph_->heads[i].node].at(graph_->heads[i].index);
       items.push_back({outputs[i].data(), v.data(), bytes_of(v)});
@@ -342,7 +360,7 @@ void Executor::try_capture(const std::vector<NDArray>& feeds, const std::vector<
   std::vector<CopyItem> before, after;
   for (std::size_t i = 0; i < feeds.size(); ++i) before.push_back({feed_buffers_[i].data(), feeds[i].data(), bytes_of(feeds[i])});
   for (std::size_t i = 0; i < outputs.size(); ++i) {
-    if (head_direct_[i]) continue;
+    if (head_direct_[i] || head_target_[i]) continue;
     const NDArray& v = values_[graph_->heads[i].node].at(graph_->heads[i].index);
     if (!v.is_contiguous()) return;
     after.push_back({outputs[i].data(), v.data(), bytes_of(v)});

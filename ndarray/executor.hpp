@@ -47,6 +47,11 @@ class Executor {
     // false: run() returns the heads' planned arrays themselves (where a head has a buffer of its
     // own), not copies; the next run overwrites them. heads_in_use() says whether one is still held.
     bool copy_heads = true;
+    // Per head (none, or fewer entries: no target): an array the op that makes the head writes
+    // into, which run() then returns as that head (autograd's gradient buffers: a backward graph
+    // computes each parameter's gradient where it belongs). Used where it has the head's shape,
+    // dtype and context, is contiguous and the head is an op's own output (not a view).
+    std::vector<nd::NDArray> head_targets{};
     // Runs of small elementwise steps replayed as one kernel each (ndarray/ops/fused.hpp): on GPUs,
     // where each launch costs more than such a step's work; `always` fuses on cpu(0) too.
     enum class Fuse { off, gpu, always } fuse = Fuse::gpu;
@@ -107,6 +112,7 @@ class Executor {
   std::vector<FeedRead> feed_reads_;
   // Per head: returned as planned (not copied), and the handles to its buffer the plan holds.
   std::vector<bool> head_direct_;
+  std::vector<bool> head_target_;  // per head: computed into Options::head_targets
   std::vector<long> head_users_;
   bool direct_feeds_ = false;
   std::vector<nd::NDArray> last_feeds_;  // the inputs the last run read in place

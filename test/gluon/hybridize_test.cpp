@@ -444,6 +444,62 @@ BOOST_AUTO_TEST_CASE(a_kept_gradient_survives_the_next_replay) {
   });
 }
 
+// A hybridized backward leaves each parameter's gradient in the parameter's own gradient buffer
+// (on cpu(0) its graph computes it there, the buffer backward() offers; on a GPU backward copies
+// it in): the values are the eager net's, and the buffers are the same arrays as before.
+// autograd::grad through the same graph leaves those buffers alone.
+BOOST_AUTO_TEST_CASE(backward_writes_the_gradient_buffers_and_grad_leaves_them) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const auto make = [&] {
+      nn::Sequential net;
+      net.add(nn::Dense(16, "relu"), nn::Dense(3));
+      net.initialize(mx::init::Xavier(), ctx);
+      return net;
+    };
+    nn::Sequential eager = make(), hybrid = make();
+    const auto e_params = eager.collect_params(), h_params = hybrid.collect_params();
+    const nd::NDArray x0 = random_array({4, 5}, ctx, 60);
+    eager(x0);
+    hybrid(x0);
+    {  // the same parameters in both
+      auto e = e_params.begin();
+      for (auto h = h_params.begin(); h != h_params.end(); ++h, ++e) {
+        nd::NDArray dst = h->second.data(ctx);
+        e->second.data(ctx).copyto(dst);
+      }
+    }
+    hybrid.hybridize(true, true, true);
+    std::vector<nd::NDArray> buffers;
+    for (const auto& [name, p] : h_params) buffers.push_back(p.grad(ctx));
+    for (unsigned seed = 61; seed < 64; ++seed) {
+      const nd::NDArray x = random_array({4, 5}, ctx, seed);
+      for (nn::Sequential* net : {&eager, &hybrid}) {
+        auto recording = ag::record();
+        const nd::NDArray y = (*net)(x);
+        (y * y).sum().backward();
+      }
+      auto e = e_params.begin();
+      std::size_t i = 0;
+      for (auto h = h_params.begin(); h != h_params.end(); ++h, ++e, ++i) {
+        BOOST_TEST_CONTEXT("input " << seed << ", " << h->first) {
+          BOOST_TEST(h->second.grad(ctx).is(buffers[i]));
+          check_close(buffers[i], e->second.grad(ctx).asvector<double>(), 0, 0);
+        }
+      }
+    }
+    std::vector<std::vector<double>> before;
+    for (const nd::NDArray& b : buffers) before.push_back(b.asvector<double>());
+    nd::NDArray x = random_array({4, 5}, ctx, 70);
+    x.attach_grad();
+    {
+      auto recording = ag::record();
+      const nd::NDArray y = hybrid(x);
+      ag::grad((y * y).sum(), {x});
+    }
+    for (std::size_t i = 0; i < buffers.size(); ++i) check_close(buffers[i], before[i], 0, 0);
+  });
+}
+
 // Predictions are handed out as a replay's own buffers when nobody holds the last one; a result
 // that is held is never written by a later call: six results held at once, and results dropped
 // one by one as y = net(x) drops them, each equal to the eager net's for its input.
