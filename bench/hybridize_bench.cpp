@@ -58,12 +58,18 @@ class AddChain : public mx::gluon::Block {
   }
 };
 
-// A call of the MLP forward on a (batch, 784) input on ctx, with its net and input. The first
-// call traces the graph.
-std::function<void()> forward_call(mx::Context ctx, std::int64_t batch, bool hybridized) {
+// A call of the MLP forward on a (batch, 784) input on ctx, with its net and inputs: the same
+// array every call (inputs 1: a static input, which a hybridized replay reads in place), or the
+// next of `inputs` arrays in turn (each copied into the graph's input). The first call traces.
+std::function<void()> forward_call(mx::Context ctx, std::int64_t batch, bool hybridized, int inputs = 1) {
   auto net = std::make_shared<nn::Sequential>(mlp(ctx, hybridized));
-  const nd::NDArray x = nd::random::uniform(0, 1, {batch, 784}, ctx);
-  return [net, x] { nd::NDArray y = (*net)(x); };
+  std::vector<nd::NDArray> xs;
+  for (int i = 0; i < inputs; ++i) xs.push_back(nd::random::uniform(0, 1, {batch, 784}, ctx));
+  auto next = std::make_shared<std::size_t>(0);
+  return [net, xs, next] {
+    nd::NDArray y = (*net)(xs[*next]);
+    *next = (*next + 1) % xs.size();
+  };
 }
 
 // A training step (batch kStepBatch, SGD lr 0.1) on ctx with its net, trainer and data; the same
@@ -154,10 +160,16 @@ int main(int argc, char** argv) {
 
   if (have_gpu) {
     for (const std::int64_t batch : {1, 64}) {
+      // A static input (PyTorch: its graph replayed on the static input as it is), then a new
+      // input each call (PyTorch: copied into the static input before each replay).
+      const std::string name = "MLP 784-256-256-10 forward, batch " + std::to_string(batch);
+      const std::string key = "mlp" + std::to_string(batch);
       const auto [eager, hybridized] =
           eager_and_hybridized(forward_call(gpu0, batch, false), forward_call(gpu0, batch, true), 1000);
-      add_case(rows, "MLP 784-256-256-10 forward, batch " + std::to_string(batch), "us/forward",
-               "mlp" + std::to_string(batch), eager, hybridized, batch == 1 ? 6.0 : 0.0);
+      add_case(rows, name + ", static input", "us/forward", key + "_static", eager, hybridized, batch == 1 ? 6.0 : 0.0);
+      const auto [eager8, hybridized8] =
+          eager_and_hybridized(forward_call(gpu0, batch, false, 8), forward_call(gpu0, batch, true, 8), 1000);
+      add_case(rows, name + ", 8 inputs in turn", "us/forward", key, eager8, hybridized8, batch == 1 ? 6.0 : 0.0);
     }
     {
       const auto [eager, hybridized] =

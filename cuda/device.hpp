@@ -75,6 +75,25 @@ class Device {
   std::atomic<const char*> last_op_{"(none)"};
 };
 
+// A launch configuration of `grid` x `block` on stream that is a programmatic dependent launch
+// when `dependent` (Device::dependent_launch()): the kernel may start while the one ahead of it
+// runs, and waits for it with griddepcontrol.wait. For cudaLaunchKernelEx/cudaLaunchKernelExC.
+struct DependentLaunch {
+  cudaLaunchAttribute attribute{};
+  cudaLaunchConfig_t config{};
+  DependentLaunch(dim3 grid, dim3 block, cudaStream_t stream, bool dependent) {
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = dependent ? 1 : 0;
+  }
+  DependentLaunch(const DependentLaunch&) = delete;  // config points at attribute
+  DependentLaunch& operator=(const DependentLaunch&) = delete;
+};
+
 // The state of gpu(id), created on first use. Callers make gpu(id) current with a DeviceGuard.
 Device& device(int id);
 // gpu(id)'s state if it was made, else nullptr (for what need not make it, such as releasing).

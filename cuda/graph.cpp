@@ -42,16 +42,8 @@ class CopySide {
     kernel_params_ = std::make_unique<CopyNodeParams>();
     copy_node_params(small, *kernel_params_);
     const cudaKernelNodeParams& p = kernel_params_->params;
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = p.gridDim;
-    config.blockDim = p.blockDim;
-    config.stream = stream;
-    config.attrs = &attribute;
-    config.numAttrs = dependent_launch ? 1 : 0;
-    NDG_CUDA_CHECK(cudaLaunchKernelExC(&config, p.func, p.kernelParams));
+    const DependentLaunch launch(p.gridDim, p.blockDim, stream, dependent_launch);
+    NDG_CUDA_CHECK(cudaLaunchKernelExC(&launch.config, p.func, p.kernelParams));
     kernel_node_ = last_node(stream);
   }
 

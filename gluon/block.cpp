@@ -306,11 +306,9 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
                            graph::Executor::Options{.reuse_memory = true, .keep = {}, .capture = false,
                                                     .read_feeds_in_place = false, .copy_heads = true});
       grads = once.run({grad}, bound_now);
-    } else if (std::vector<nd::NDArray> into = ctx.is_cpu() ? offered_heads(*cached) : std::vector<nd::NDArray>{};
-               !into.empty()) {
-      // On cpu(0), the parameters' gradients computed where backward() wants them: no copy of
-      // them afterwards, which costs memory traffic there. On a GPU backward writes them all with
-      // one batched copy kernel after the replay.
+    } else if (std::vector<nd::NDArray> into = offered_heads(*cached); !into.empty()) {
+      // The parameters' gradients computed where backward() wants them: no copy of them
+      // afterwards (memory traffic on cpu(0), a batched copy kernel on a GPU).
       const bool same = into.size() == pair->into.size() &&
                         std::equal(into.begin(), into.end(), pair->into.begin(),
                                    [](const nd::NDArray& a, const nd::NDArray& b) { return a.is(b); });

@@ -232,14 +232,23 @@ void Executor::plan(const std::vector<NDArray>& bound) {
   for (const op::Invocation& step : steps_) capturable_ = capturable_ && !step.op->random;
   for (const Entry& e : g.heads) capturable_ = capturable_ && bytes_of(values_[e.node].at(e.index)) > 0;
   for (const NDArray& f : feed_buffers_) capturable_ = capturable_ && bytes_of(f) > 0;
-  // A replay op by op can read the caller's inputs where they are, instead of copies, when no
-  // head is a feed or its view (value() gives kept feeds as the inputs themselves).
+  // A replay can read the caller's inputs where they are, instead of copies, when no head is a
+  // feed or its view (value() gives kept feeds as the inputs themselves): op by op, or on a GPU by
+  // graphs captured per input address where no kept value is a feed's (a backward graph bound to
+  // it would be planned and captured again for every new input).
   feed_reads_.clear();
   last_feeds_.clear();
-  bool direct = !capturable_ && options_.read_feeds_in_place;
+  feed_graphs_.clear();
+  last_feed_addresses_.clear();
+  bool direct = options_.read_feeds_in_place;
   for (const Entry& e : g.heads) {
     for (const NDArray& f : feed_buffers_) direct = direct && !values_[e.node].at(e.index).shares_memory(f);
   }
+  feed_graphs_allowed_ = direct && capturable_;
+  for (const Entry& e : options_.keep) {
+    for (const NDArray& f : feed_buffers_) feed_graphs_allowed_ = feed_graphs_allowed_ && !values_[e.node].at(e.index).shares_memory(f);
+  }
+  direct = direct && (!capturable_ || feed_graphs_allowed_);
   for (std::size_t s = 0; direct && s < steps_.size(); ++s) {
     for (std::size_t k = 0; k < steps_[s].inputs.size(); ++k) {
       for (std::size_t i = 0; i < feed_buffers_.size(); ++i) {
@@ -248,7 +257,7 @@ void Executor::plan(const std::vector<NDArray>& bound) {
       }
     }
   }
-  direct_feeds_ = direct;
+  direct_feeds_ = direct && !capturable_;
   planned_ = true;
   pool.blocks.clear();  // the plan's own handles remain: values_ and steps_
   for (std::size_t h = 0; h < g.heads.size(); ++h) {
@@ -308,65 +317,102 @@ std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std:
   }
   std::vector<NDArray> dense_feeds;
   for (const NDArray& x : feeds) dense_feeds.push_back(x.contiguous());
-  const auto copies = [&](bool in) {
-    std::vector<CopyItem> items;
-    for (std::size_t i = 0; in && i < feeds.size(); ++i) {
-      items.push_back({feed_buffers_[i].data(), dense_feeds[i].data(), bytes_of(feed_buffers_[i])});
-    }
-    for (std::size_t i = 0; !in && i < outputs.size(); ++i) {
-      if (head_direct_[i] || head_target_[i]) continue;
-      // Planned values are contiguous: pool blocks, feed buffers, views of them, bound arrays.
-      const NDArray& v = values_[graph_->heads[i].node].at(graph_->heads[i].index);
-      items.push_back({outputs[i].data(), v.data(), bytes_of(v)});
-    }
-    return items;
-  };
   Backend& b = backend(ctx_);
   if (captured_) {
-    captured_->launch(copies(true), copies(false));
+    if (CapturedWork* in_place = feed_graph(dense_feeds, outputs)) {
+      in_place->launch({}, head_copies(outputs));
+      last_feeds_ = dense_feeds;
+    } else {
+      last_feeds_.clear();
+      captured_->launch(feed_copies(dense_feeds), head_copies(outputs));
+    }
     return outputs;
   }
   if (direct_feeds_) {
-    // The steps read the inputs themselves (views of the same shapes as the planned ones).
-    struct PutBack {  // the planned buffers back into the steps, a throw included
-      Executor& e;
-      std::vector<NDArray> planned;
-      ~PutBack() {
-        for (std::size_t j = 0; j < planned.size(); ++j) e.steps_[e.feed_reads_[j].step].inputs[e.feed_reads_[j].input] = planned[j];
-      }
-    } put_back{*this, {}};
-    for (const FeedRead& r : feed_reads_) {
-      NDArray& in = steps_[r.step].inputs[r.input];
-      put_back.planned.push_back(in);
-      in = dense_feeds[r.feed].reshape(in.shape());
-    }
     last_feeds_.clear();
-    run_steps();
+    with_feeds_in_place(dense_feeds, [&] { run_steps(); });
     last_feeds_ = dense_feeds;
-    b.copy_batch(ctx_, copies(false));
+    b.copy_batch(ctx_, head_copies(outputs));
     return outputs;
   }
-  b.copy_batch(ctx_, copies(true));
+  b.copy_batch(ctx_, feed_copies(dense_feeds));
   run_steps();
-  b.copy_batch(ctx_, copies(false));
+  b.copy_batch(ctx_, head_copies(outputs));
   // The first run has chosen every kernel's algorithm and made every lazy handle: the next ones
   // are captured.
   if (capturable_ && !capture_tried_) try_capture(dense_feeds, outputs);
+  last_feed_addresses_.clear();
+  for (const NDArray& x : dense_feeds) last_feed_addresses_.push_back(x.data());
   return outputs;
+}
+
+std::vector<CopyItem> Executor::feed_copies(const std::vector<NDArray>& feeds) const {
+  std::vector<CopyItem> items;
+  for (std::size_t i = 0; i < feeds.size(); ++i) items.push_back({feed_buffers_[i].data(), feeds[i].data(), bytes_of(feed_buffers_[i])});
+  return items;
+}
+
+std::vector<CopyItem> Executor::head_copies(const std::vector<NDArray>& outputs) const {
+  std::vector<CopyItem> items;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (head_direct_[i] || head_target_[i]) continue;
+    // Planned values are contiguous: pool blocks, feed buffers, views of them, bound arrays.
+    const NDArray& v = values_[graph_->heads[i].node].at(graph_->heads[i].index);
+    items.push_back({outputs[i].data(), v.data(), bytes_of(v)});
+  }
+  return items;
+}
+
+template <class Fn>
+void Executor::with_feeds_in_place(const std::vector<NDArray>& feeds, Fn&& fn) {
+  struct PutBack {  // the planned buffers back into the steps, a throw included
+    Executor& e;
+    std::vector<NDArray> planned;
+    ~PutBack() {
+      for (std::size_t j = 0; j < planned.size(); ++j) e.steps_[e.feed_reads_[j].step].inputs[e.feed_reads_[j].input] = planned[j];
+    }
+  } put_back{*this, {}};
+  for (const FeedRead& r : feed_reads_) {
+    NDArray& in = steps_[r.step].inputs[r.input];
+    put_back.planned.push_back(in);
+    in = feeds[r.feed].reshape(in.shape());  // views of the same shapes as the planned ones
+  }
+  fn();
+}
+
+CapturedWork* Executor::feed_graph(const std::vector<NDArray>& feeds, const std::vector<NDArray>& outputs) {
+  if (!feed_graphs_allowed_) return nullptr;
+  std::vector<const void*> at;
+  for (const NDArray& x : feeds) at.push_back(x.data());
+  for (auto it = feed_graphs_.begin(); it != feed_graphs_.end(); ++it) {
+    if (it->at != at) continue;
+    std::rotate(it, it + 1, feed_graphs_.end());  // now the most recently used
+    return feed_graphs_.back().work.get();
+  }
+  const bool again = at == last_feed_addresses_;
+  last_feed_addresses_ = at;
+  if (!again) return nullptr;
+  std::unique_ptr<CapturedWork> work;
+  try {
+    with_feeds_in_place(feeds, [&] { work = backend(ctx_).capture(ctx_, [&] { run_steps(); }, {}, head_copies(outputs)); });
+  } catch (const Error&) {  // the copying graph serves
+  }
+  if (!work) {
+    feed_graphs_allowed_ = false;
+    return nullptr;
+  }
+  if (feed_graphs_.size() == kFeedGraphs) feed_graphs_.erase(feed_graphs_.begin());
+  feed_graphs_.push_back({std::move(at), std::move(work)});
+  return feed_graphs_.back().work.get();
 }
 
 void Executor::try_capture(const std::vector<NDArray>& feeds, const std::vector<NDArray>& outputs) {
   capture_tried_ = true;
-  std::vector<CopyItem> before, after;
-  for (std::size_t i = 0; i < feeds.size(); ++i) before.push_back({feed_buffers_[i].data(), feeds[i].data(), bytes_of(feeds[i])});
   for (std::size_t i = 0; i < outputs.size(); ++i) {
-    if (head_direct_[i] || head_target_[i]) continue;
-    const NDArray& v = values_[graph_->heads[i].node].at(graph_->heads[i].index);
-    if (!v.is_contiguous()) return;
-    after.push_back({outputs[i].data(), v.data(), bytes_of(v)});
+    if (!head_direct_[i] && !head_target_[i] && !values_[graph_->heads[i].node].at(graph_->heads[i].index).is_contiguous()) return;
   }
   try {
-    captured_ = backend(ctx_).capture(ctx_, [&] { run_steps(); }, before, after);
+    captured_ = backend(ctx_).capture(ctx_, [&] { run_steps(); }, feed_copies(feeds), head_copies(outputs));
   } catch (const Error&) {  // this run's results stand; later runs go op by op
     captured_.reset();
   }

@@ -10,6 +10,10 @@
 // kernels, and the results are copied out into new arrays (or handed out as the planned buffers
 // themselves, Options::copy_heads). On a GPU the second replay captures
 // all of this into a CUDA graph (Backend::capture), and every later one is a single launch.
+// With Options::read_feeds_in_place the steps read the caller's inputs where they are instead: op
+// by op on cpu(0); on a GPU through graphs captured for the inputs' addresses (a few, the most
+// recently used kept), captured when two runs in a row are given inputs at the same addresses
+// (a static input buffer, as users of CUDA graphs keep one), while other inputs are copied in.
 //
 // The capture records everything queued on the device's stream meanwhile: while an executor
 // captures (its second run), no other thread may queue work on that GPU.
@@ -28,6 +32,7 @@
 
 namespace mx {
 class CapturedWork;
+struct CopyItem;
 }
 namespace mx::op {
 struct FusedProgram;
@@ -83,6 +88,8 @@ class Executor {
   bool heads_in_use() const;
   // Whether runs are launched as one captured graph now.
   bool captured() const { return captured_ != nullptr; }
+  // Whether the last run read its inputs where they were (Options::read_feeds_in_place).
+  bool read_feeds_in_place() const { return !last_feeds_.empty(); }
   // Bytes of the planned buffers (the feeds' and the intermediates', not the bound arrays').
   std::size_t planned_bytes() const { return planned_bytes_; }
   // The steps a replay runs (kernels, fused runs counting once), once planned.
@@ -92,6 +99,15 @@ class Executor {
   void plan(const std::vector<nd::NDArray>& bound);
   void run_steps();
   void try_capture(const std::vector<nd::NDArray>& feeds, const std::vector<nd::NDArray>& outputs);
+  // The copies into the feeds' buffers, and out of the heads' into outputs (those not handed out).
+  std::vector<CopyItem> feed_copies(const std::vector<nd::NDArray>& feeds) const;
+  std::vector<CopyItem> head_copies(const std::vector<nd::NDArray>& outputs) const;
+  // Runs fn with the steps reading `feeds` in place of the feeds' buffers (put back afterwards).
+  template <class Fn>
+  void with_feeds_in_place(const std::vector<nd::NDArray>& feeds, Fn&& fn);
+  // The graph that reads these inputs in place (captured now, if the run before had the same
+  // addresses), or nullptr.
+  CapturedWork* feed_graph(const std::vector<nd::NDArray>& feeds, const std::vector<nd::NDArray>& outputs);
 
   std::shared_ptr<const Graph> graph_;
   bool training_;
@@ -114,8 +130,17 @@ class Executor {
   std::vector<bool> head_direct_;
   std::vector<bool> head_target_;  // per head: computed into Options::head_targets
   std::vector<long> head_users_;
-  bool direct_feeds_ = false;
+  bool direct_feeds_ = false;             // op by op, reading the inputs in place (cpu(0))
   std::vector<nd::NDArray> last_feeds_;  // the inputs the last run read in place
+  // Captured graphs reading the inputs at these addresses in place (GPU), most recently used last.
+  struct FeedGraph {
+    std::vector<const void*> at;
+    std::unique_ptr<CapturedWork> work;
+  };
+  static constexpr std::size_t kFeedGraphs = 4;
+  bool feed_graphs_allowed_ = false;
+  std::vector<FeedGraph> feed_graphs_;
+  std::vector<const void*> last_feed_addresses_;
   bool planned_ = false;
   std::unique_ptr<CapturedWork> captured_;
 };

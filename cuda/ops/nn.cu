@@ -113,18 +113,11 @@ bool few_rows_fully_connected(const ExecContext& ec, const Invocation& inv) {
   while (split * 32 * kFewPerLane < in) split *= 2;
   while (split < kFewWarps && out * split < 4096 && in / (2 * split) >= 64) split *= 2;
   const dim3 grid(static_cast<unsigned>((out + kFewWarps / split - 1) / (kFewWarps / split)));
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = dim3(cuda::kThreads);
-  config.stream = cuda::stream_of(ec);
-  config.attrs = &attribute;
-  config.numAttrs = cuda::device(ec.ctx.device_id()).dependent_launch() ? 1 : 0;
+  const cuda::DependentLaunch launch(grid, dim3(cuda::kThreads), cuda::stream_of(ec),
+                                     cuda::device(ec.ctx.device_id()).dependent_launch());
   const float* bias = p.no_bias ? nullptr : static_cast<const float*>(inv.inputs[2].data());
   with_activation(p.act, [&](auto act) {
-    NDG_CUDA_CHECK(cudaLaunchKernelEx(&config, &few_rows_dense<decltype(act)>, static_cast<const float*>(x.data()),
+    NDG_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, &few_rows_dense<decltype(act)>, static_cast<const float*>(x.data()),
                                       static_cast<const float*>(w.data()), bias, static_cast<float*>(y.data()),
                                       static_cast<int>(rows), static_cast<int>(in), static_cast<int>(out), split, act));
   });

@@ -85,6 +85,42 @@ BOOST_AUTO_TEST_CASE(bound_arrays_are_read_at_each_run) {
   });
 }
 
+// read_feeds_in_place: op by op on cpu(0) every run reads the input where it is; on a GPU, once
+// captured, a run given the input at the address of the run before captures a graph that reads
+// it there, and later runs at that address replay it, while inputs elsewhere are copied in. The
+// values are the op-by-op run's either way, the input's new contents included.
+BOOST_AUTO_TEST_CASE(inputs_are_read_where_they_are) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray w = random_array({16, 8}, ctx, 1);
+    const auto g = chain(random_array({2, 8}, ctx, 2), w);
+    graph::Executor exec(g, false, {"x"}, {random_array({2, 8}, ctx, 3)}, {"w"}, {w},
+                         {.reuse_memory = true, .keep = {}, .capture = true, .read_feeds_in_place = true});
+    nd::NDArray x = random_array({2, 8}, ctx, 4);
+    const nd::NDArray other = random_array({2, 8}, ctx, 5);
+    const auto want = [&](const nd::NDArray& in) { return graph::run(*g, {{"x", in}, {"w", w}}).at(0).asvector<double>(); };
+    for (unsigned run = 0; run < 5; ++run) {  // a GPU: op by op and capture, then a graph at x's address
+      BOOST_TEST_CONTEXT("run " << run) {
+        random_array({2, 8}, ctx, 10 + run).copyto(x);  // new contents at the same address
+        check_close(exec.run({x}, {w}).at(0), want(x), 0, 0);
+        BOOST_TEST(exec.read_feeds_in_place() == (ctx.is_cpu() || run >= 1));
+        BOOST_TEST(exec.variable("x").is(x) == exec.read_feeds_in_place());
+      }
+    }
+    check_close(exec.run({other}, {w}).at(0), want(other), 0, 0);  // elsewhere: copied in on a GPU
+    BOOST_TEST(exec.read_feeds_in_place() == ctx.is_cpu());
+    check_close(exec.variable("x"), other.asvector<double>(), 0, 0);
+    check_close(exec.run({x}, {w}).at(0), want(x), 0, 0);  // x's graph again
+    BOOST_TEST(exec.read_feeds_in_place());
+    // A kept input (a backward graph reads it) is copied on a GPU: no graph per input address.
+    const auto ids = g->arg_nodes();
+    const auto x_node = *std::find_if(ids.begin(), ids.end(), [&](std::uint32_t id) { return g->nodes[id].name == "x"; });
+    graph::Executor keeping(g, false, {"x"}, {x}, {"w"}, {w},
+                            {.reuse_memory = true, .keep = {{x_node, 0}}, .capture = true, .read_feeds_in_place = true});
+    for (unsigned run = 0; run < 5; ++run) check_close(keeping.run({x}, {w}).at(0), want(x), 0, 0);
+    BOOST_TEST(keeping.read_feeds_in_place() == ctx.is_cpu());
+  });
+}
+
 BOOST_AUTO_TEST_CASE(feeds_of_another_signature_are_typed_errors) {
   const nd::NDArray w = random_array({16, 8}, mx::cpu(), 1);
   const auto g = chain(random_array({2, 8}, mx::cpu(), 2), w);
