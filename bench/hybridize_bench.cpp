@@ -73,13 +73,16 @@ std::function<void()> forward_call(mx::Context ctx, std::int64_t batch, bool hyb
 }
 
 // A training step (batch kStepBatch, SGD lr 0.1) on ctx with its net, trainer and data; the same
-// code for both modes.
-std::function<void()> training_step_call(mx::Context ctx, bool hybridized) {
+// code for both modes. With `batches` > 1 each step takes the next of that many input batches, as
+// a loop over a data set does.
+std::function<void()> training_step_call(mx::Context ctx, bool hybridized, int batches = 1) {
   struct Step {
     nn::Sequential net;
     mx::gluon::Trainer trainer;
     mx::gluon::loss::SoftmaxCrossEntropyLoss loss;
     nd::NDArray x, label;
+    std::vector<nd::NDArray> xs{};
+    std::size_t next = 0;
   };
   nn::Sequential net = mlp(ctx, hybridized);
   mx::gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", 0.1}});
@@ -89,8 +92,11 @@ std::function<void()> training_step_call(mx::Context ctx, bool hybridized) {
                                        nd::random::uniform(0, 9.99, {kStepBatch}, ctx)
                                            .astype(mx::DType::int32)
                                            .astype(mx::DType::float32)});
+  for (int b = 1; b < batches; ++b) s->xs.push_back(nd::random::uniform(0, 1, {kStepBatch, 784}, ctx));
+  if (batches > 1) s->xs.push_back(s->x);
   return [s] {
     nd::NDArray l;
+    if (!s->xs.empty()) s->x = s->xs[s->next++ % s->xs.size()];
     {
       auto recording = mx::autograd::record();
       l = s->loss(s->net(s->x), s->label);
@@ -191,6 +197,12 @@ int main(int argc, char** argv) {
     const auto [eager, hybridized] =
         eager_and_hybridized(training_step_call(cpu0, false), training_step_call(cpu0, true), 20);
     add_case(rows, "cpu(0): training step, MLP 784-256-256-10, batch 256, SGD", "us/step", "", eager, hybridized);
+  }
+  {
+    const auto [eager, hybridized] =
+        eager_and_hybridized(training_step_call(cpu0, false, 4), training_step_call(cpu0, true, 4), 20);
+    add_case(rows, "cpu(0): training step, MLP 784-256-256-10, batch 256, SGD, 4 batches in turn", "us/step", "",
+             eager, hybridized);
   }
 
   if (have_gpu) bench::attach_peer(rows, bench::run_peer("python3 " + peer_script + " hybridize"));

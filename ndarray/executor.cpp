@@ -259,6 +259,7 @@ void Executor::plan(const std::vector<NDArray>& bound) {
   }
   direct_feeds_ = direct && !capturable_;
   planned_ = true;
+  ++plans_;
   pool.blocks.clear();  // the plan's own handles remain: values_ and steps_
   for (std::size_t h = 0; h < g.heads.size(); ++h) {
     if (head_direct_[h]) head_users_[h] = nd::detail::BufferAccess::storage_users(values_[g.heads[h].node][g.heads[h].index]);
@@ -271,6 +272,32 @@ bool Executor::heads_in_use() const {
     if (head_direct_[h] && nd::detail::BufferAccess::storage_users(values_[e.node][e.index]) > head_users_[h]) return true;
   }
   return false;
+}
+
+bool Executor::rebind(std::size_t i, const NDArray& now) {
+  const NDArray old = bound_[i];
+  if (capturable_ || now.shape() != old.shape() || now.dtype() != old.dtype() || now.context() != old.context() ||
+      !now.is_contiguous() || !old.is_contiguous() || old.size() == 0) {
+    return false;
+  }
+  // Every array of the plan on old's memory is old or a reshape of it (the plan's only views).
+  std::vector<NDArray*> readers;
+  for (op::Invocation& step : steps_) {
+    for (NDArray& a : step.inputs) readers.push_back(&a);
+    for (NDArray& a : step.outputs) readers.push_back(&a);
+  }
+  for (auto& values : values_) {
+    for (NDArray& a : values) readers.push_back(&a);
+  }
+  std::vector<NDArray*> on_old;
+  for (NDArray* a : readers) {
+    if (a->is_none() || !a->shares_memory(old)) continue;
+    if (a->data() != old.data() || a->size() != old.size() || !a->is_contiguous()) return false;
+    on_old.push_back(a);
+  }
+  for (NDArray* a : on_old) *a = now.reshape(a->shape());
+  bound_[i] = now;
+  return true;
 }
 
 void Executor::run_steps() {
@@ -307,7 +334,7 @@ std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std:
   }
   if (bound.size() != bound_names_.size()) throw ValueError("hybridized graph: the bound arrays do not match the plan");
   bool replan = !planned_;
-  for (std::size_t i = 0; i < bound.size() && !replan; ++i) replan = !bound[i].is(bound_[i]);
+  for (std::size_t i = 0; i < bound.size() && !replan; ++i) replan = !bound[i].is(bound_[i]) && !rebind(i, bound[i]);
   if (replan) plan(bound);
   std::vector<NDArray> outputs;
   for (std::size_t h = 0; h < graph_->heads.size(); ++h) {

@@ -94,10 +94,16 @@ class Executor {
   std::size_t planned_bytes() const { return planned_bytes_; }
   // The steps a replay runs (kernels, fused runs counting once), once planned.
   std::size_t steps() const { return steps_.size(); }
+  // How many times the graph was planned (a new bound array re-plans where a replay is captured;
+  // elsewhere the steps read the new array in the old one's place).
+  std::size_t plans() const { return plans_; }
 
  private:
   void plan(const std::vector<nd::NDArray>& bound);
   void run_steps();
+  // Puts `now` where the steps and values read bound array i; false (nothing changed) where it
+  // cannot stand in for it (another shape, dtype or context, or a captured replay).
+  bool rebind(std::size_t i, const nd::NDArray& now);
   void try_capture(const std::vector<nd::NDArray>& feeds, const std::vector<nd::NDArray>& outputs);
   // The copies into the feeds' buffers, and out of the heads' into outputs (those not handed out).
   std::vector<CopyItem> feed_copies(const std::vector<nd::NDArray>& feeds) const;
@@ -142,6 +148,7 @@ class Executor {
   std::vector<FeedGraph> feed_graphs_;
   std::vector<const void*> last_feed_addresses_;
   bool planned_ = false;
+  std::size_t plans_ = 0;
   std::unique_ptr<CapturedWork> captured_;
 };
 

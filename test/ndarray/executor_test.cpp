@@ -79,8 +79,15 @@ BOOST_AUTO_TEST_CASE(bound_arrays_are_read_at_each_run) {
     // Written in place (as an optimizer does): the next run sees it.
     random_array({16, 8}, ctx, 5).copyto(w);
     check_close(exec.run({x}, {w}).at(0), graph::run(*g, {{"x", x}, {"w", w}}).at(0).asvector<double>(), 0, 0);
-    // A new array in its place: planned again.
+    // A new array in its place: read instead of the old one (op by op), or planned and captured
+    // again (a GPU).
     const nd::NDArray w2 = random_array({16, 8}, ctx, 6);
+    BOOST_TEST(exec.plans() == 1u);
+    check_close(exec.run({x}, {w2}).at(0), graph::run(*g, {{"x", x}, {"w", w2}}).at(0).asvector<double>(), 0, 0);
+    BOOST_TEST(exec.plans() == (ctx.is_cpu() ? 1u : 2u));
+    check_close(exec.run({x}, {w2}).at(0), graph::run(*g, {{"x", x}, {"w", w2}}).at(0).asvector<double>(), 0, 0);
+    // w written afterwards is not read: the plan reads w2.
+    random_array({16, 8}, ctx, 7).copyto(w);
     check_close(exec.run({x}, {w2}).at(0), graph::run(*g, {{"x", x}, {"w", w2}}).at(0).asvector<double>(), 0, 0);
   });
 }
