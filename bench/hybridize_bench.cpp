@@ -106,12 +106,6 @@ std::function<void()> training_step_call(mx::Context ctx, bool hybridized, int b
   };
 }
 
-// Seconds per call of eager and of hybridized, their trials interleaved.
-std::pair<double, double> eager_and_hybridized(const std::function<void()>& eager,
-                                               const std::function<void()>& hybridized, int reps) {
-  return bench::paired_median_seconds(eager, hybridized, nd_sync, reps);
-}
-
 // Seconds per add of the chain on ctx.
 double add_chain_seconds_per_op(mx::Context ctx, bool hybridized, int reps) {
   AddChain chain;
@@ -171,15 +165,15 @@ int main(int argc, char** argv) {
       const std::string name = "MLP 784-256-256-10 forward, batch " + std::to_string(batch);
       const std::string key = "mlp" + std::to_string(batch);
       const auto [eager, hybridized] =
-          eager_and_hybridized(forward_call(gpu0, batch, false), forward_call(gpu0, batch, true), 1000);
+          bench::paired_median_seconds(forward_call(gpu0, batch, false), forward_call(gpu0, batch, true), nd_sync, 1000);
       add_case(rows, name + ", static input", "us/forward", key + "_static", eager, hybridized, batch == 1 ? 6.0 : 0.0);
       const auto [eager8, hybridized8] =
-          eager_and_hybridized(forward_call(gpu0, batch, false, 8), forward_call(gpu0, batch, true, 8), 1000);
+          bench::paired_median_seconds(forward_call(gpu0, batch, false, 8), forward_call(gpu0, batch, true, 8), nd_sync, 1000);
       add_case(rows, name + ", 8 inputs in turn", "us/forward", key, eager8, hybridized8, batch == 1 ? 6.0 : 0.0);
     }
     {
       const auto [eager, hybridized] =
-          eager_and_hybridized(training_step_call(gpu0, false), training_step_call(gpu0, true), 200);
+          bench::paired_median_seconds(training_step_call(gpu0, false), training_step_call(gpu0, true), nd_sync, 200);
       add_case(rows, "training step, MLP 784-256-256-10, batch 256, SGD", "us/step", "step256", eager, hybridized, 100.0);
     }
     {
@@ -190,17 +184,17 @@ int main(int argc, char** argv) {
   }
   {
     const auto [eager, hybridized] =
-        eager_and_hybridized(forward_call(cpu0, 64, false), forward_call(cpu0, 64, true), 200);
+        bench::paired_median_seconds(forward_call(cpu0, 64, false), forward_call(cpu0, 64, true), nd_sync, 200);
     add_case(rows, "cpu(0): MLP 784-256-256-10 forward, batch 64", "us/forward", "", eager, hybridized);
   }
   {
     const auto [eager, hybridized] =
-        eager_and_hybridized(training_step_call(cpu0, false), training_step_call(cpu0, true), 20);
+        bench::paired_median_seconds(training_step_call(cpu0, false), training_step_call(cpu0, true), nd_sync, 20);
     add_case(rows, "cpu(0): training step, MLP 784-256-256-10, batch 256, SGD", "us/step", "", eager, hybridized);
   }
   {
     const auto [eager, hybridized] =
-        eager_and_hybridized(training_step_call(cpu0, false, 4), training_step_call(cpu0, true, 4), 20);
+        bench::paired_median_seconds(training_step_call(cpu0, false, 4), training_step_call(cpu0, true, 4), nd_sync, 20);
     add_case(rows, "cpu(0): training step, MLP 784-256-256-10, batch 256, SGD, 4 batches in turn", "us/step", "",
              eager, hybridized);
   }

@@ -72,7 +72,7 @@ double step_seconds(const std::vector<mx::Context>& gpus, bool from_host, const 
     for (const nd::NDArray& l : losses) l.backward();
     trainer.step(n * kBatchPerGpu);
   };
-  return bench::median_seconds(step, [] { nd::waitall(); }, 20, 3);
+  return bench::median_seconds(step, [] { nd::waitall(); }, 30, 5);
 }
 
 // Seconds per raw ncclAllReduce (sum, float32, in place) of `count` values over `devices`.

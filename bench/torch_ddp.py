@@ -5,7 +5,7 @@ DistributedDataParallel. Run under torchrun:
     python3 -m torch.distributed.run --nproc-per-node 2 bench/torch_ddp.py
 
 Rank 0 prints one table row per input kind (resident on each GPU; copied from pinned host memory
-each step), in samples/s of the whole job: the median of 3 trials of 20 steps after 5 warm-up steps.
+each step), in samples/s of the whole job: the median of 5 trials of 30 steps after 5 warm-up steps.
 """
 import os
 import time
@@ -34,14 +34,14 @@ def samples_per_second(model, opt, x_host, y_host, device, from_host, world):
         step()
     torch.cuda.synchronize(device)
     trials = []
-    for _ in range(3):
+    for _ in range(5):
         dist.barrier()
         start = time.perf_counter()
-        for _ in range(20):
+        for _ in range(30):
             step()
         torch.cuda.synchronize(device)
-        trials.append((time.perf_counter() - start) / 20)
-    seconds = sorted(trials)[1]
+        trials.append((time.perf_counter() - start) / 30)
+    seconds = sorted(trials)[2]
     return world * BATCH_PER_GPU / seconds
 
 

@@ -1,5 +1,8 @@
 #include "ndarray/dist.hpp"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -164,6 +167,13 @@ void init(double timeout_seconds) {
     }
     s.id = detail::share_from_rank0(env, getenv, [nccl] { return nccl->make_world_id(); }, timeout);
     if (const char* file = std::getenv("NDG_INIT_FILE")) s.init_file = file;
+  }
+  // mpirun, srun and torchrun start a rank per GPU, each with an OpenMP team as wide as the
+  // machine, whose spinning workers then starve the other ranks' threads: this thread's CPU loops
+  // get the rank's share of the cores, unless OMP_NUM_THREADS says otherwise (ndgluon-run sets it
+  // so, which every thread of the rank then follows).
+  if (env.local_world_size > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
+    omp_set_num_threads(std::max(1, omp_get_num_procs() / env.local_world_size));
   }
   s.env = env;
   s.timeout = timeout;

@@ -1,6 +1,7 @@
 // ndgluon-run: starts N processes of a program on this machine, as torchrun --nproc-per-node does,
 // each with the variables mx::dist::init() reads (RANK, WORLD_SIZE, LOCAL_RANK,
-// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT):
+// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), and OMP_NUM_THREADS (when not set) to its share
+// of the cores:
 //
 //   ndgluon-run -n 2 build/tutorials/train_fashion_mnist --dist
 //
@@ -8,12 +9,14 @@
 // then SIGKILL after --grace seconds) and exits with that rank's status (128 + the signal for a
 // signal). SIGINT and SIGTERM sent to the launcher go to every rank.
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -52,11 +55,20 @@ std::string describe(int status) {
 
 int exit_code(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
 
+// The cores this process may run on (its affinity), each rank's share of them below.
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Starts N processes of a program with the variables of mx::dist::init() (RANK, WORLD_SIZE, "
-               "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), as torchrun --nproc-per-node does. "
+               "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; OMP_NUM_THREADS, where not set, to its share "
+               "of the cores), as torchrun --nproc-per-node does. "
                "If one fails, names it, stops the others and exits with its status.",
                "ndgluon-run"};
   int processes = 1;
@@ -102,6 +114,9 @@ int main(int argc, char** argv) {
       ::setenv("LOCAL_WORLD_SIZE", n.c_str(), 1);
       ::setenv("MASTER_ADDR", address.c_str(), 1);
       ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      // Each rank's CPU loops (OpenMP) on its share of the cores, unless the user chose: N teams as
+      // wide as the machine spin against each other and starve the ranks' own threads.
+      ::setenv("OMP_NUM_THREADS", std::to_string(std::max(1, usable_cores() / processes)).c_str(), 0);
       std::vector<char*> args;
       for (std::string& a : command) args.push_back(a.data());
       args.push_back(nullptr);

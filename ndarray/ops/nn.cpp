@@ -100,8 +100,15 @@ Grads fully_connected_gradient(const Invocation& inv, const Grads& out_grads) {
   const Shape x2 = data_2d(x.shape(), p.flatten);
   const NDArray g = g_act.reshape({x2[0], p.num_hidden});
   Grads grads(3);
-  // Each into the variable's own gradient buffer when backward offers it (op::gradient_into); the
-  // parameters' first, so that their all-reduce may start while the data's is computed.
+  // Each into the variable's own gradient buffer when backward offers it (op::gradient_into). The
+  // data's first: a parameter's gradient starts its all-reduce (gluon/gradient_buckets.hpp), whose
+  // NCCL kernels then share the GPU with the next layer's products rather than with this one's
+  // larger data product (2 processes on 2 H100s, MLP 784-4096-4096-10: 0.7% more samples/s).
+  if (p.data_grad) {
+    const NDArray target = gradient_target(inv, 0);
+    const OutputReuse reuse(target.is_none() ? target : target.reshape(x2));
+    grads[0] = nd::dot(g, weight).reshape(x.shape());
+  }
   if (p.weight_grad && !p.no_bias) {  // both from one op (one cuBLASLt call on a GPU)
     std::vector<NDArray> both;
     {
@@ -118,11 +125,6 @@ Grads fully_connected_gradient(const Invocation& inv, const Grads& out_grads) {
       grads[1] = gradient_into(inv, 1, [&] { return nd::dot(g, x_2d, true, false); });
     }
     if (!p.no_bias) grads[2] = gradient_into(inv, 2, [&] { return nd::sum(g, 0); });
-  }
-  if (p.data_grad) {
-    const NDArray target = gradient_target(inv, 0);
-    const OutputReuse reuse(target.is_none() ? target : target.reshape(x2));
-    grads[0] = nd::dot(g, weight).reshape(x.shape());
   }
   return grads;
 }
