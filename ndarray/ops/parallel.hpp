@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include <omp.h>
+
 namespace mx::op {
 
 inline constexpr std::int64_t kParallelThreshold = 1 << 15;
@@ -34,9 +36,13 @@ void parallel_for_simd(std::int64_t n, Body&& body) {
   for (std::int64_t i = 0; i < n; ++i) body(i);
 }
 
-// memcpy over the cores in 64 KiB chunks from kParallelCopyBytes on: one thread's memcpy moves a
-// fraction of what the memory system can (a batch staged for a GPU, a gradient written back).
+// memcpy over a few cores in 64 KiB chunks from kParallelCopyBytes on: one thread's memcpy moves a
+// fraction of what the memory system can (a batch staged for a GPU, a gradient written back). At
+// most kCopyThreads threads, which already copy faster than PCIe moves: a team as wide as a
+// 64-core host made each 3 MB copy slower than one thread's (waking, and then spinning, beside the
+// threads that feed the GPUs).
 inline constexpr std::size_t kParallelCopyBytes = std::size_t{256} << 10;
+inline constexpr int kCopyThreads = 8;
 
 inline void parallel_memcpy(void* dst, const void* src, std::size_t bytes) {
   constexpr std::size_t kChunk = std::size_t{64} << 10;
@@ -45,7 +51,8 @@ inline void parallel_memcpy(void* dst, const void* src, std::size_t bytes) {
     return;
   }
   const auto chunks = static_cast<std::int64_t>((bytes + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(static)
+  const int threads = std::min<int>(kCopyThreads, omp_get_max_threads());
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::size_t offset = static_cast<std::size_t>(c) * kChunk;
     std::memcpy(static_cast<char*>(dst) + offset, static_cast<const char*>(src) + offset, std::min(kChunk, bytes - offset));
