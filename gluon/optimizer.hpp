@@ -32,6 +32,9 @@ class Optimizer {
   // were.
   virtual void update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
                             const std::vector<nd::NDArray>& grads);
+  // Drops key's float32 master copy: the next update makes it again from the weight (which was
+  // given new values from outside, Parameter::data_version).
+  void forget_master(const StateKey& key) { master_.erase(key); }
   double learning_rate() const { return lr_; }
   // Throws mx::ValueError naming the value, and keeps the old rate, unless lr is finite and >= 0.
   void set_learning_rate(double lr);
@@ -46,7 +49,8 @@ class Optimizer {
   // multi_precision (non-zero: on) keeps, for each float16 or bfloat16 weight, a float32 master
   // copy and float32 states, updated in one fused pass (mp_sgd_update, mp_adam_update) whose
   // result the weight gets rounded, as MXNet's. The master copy is made from the weight at its
-  // first update.
+  // first update, and again after the weight is given new values (a Trainer checks
+  // Parameter::data_version: set_data, load_parameters).
   static std::unique_ptr<Optimizer> create(const std::string& name, const HyperParams& params);
 
   // Throws unless grad can update weight: the same context, shape and floating-point dtype.

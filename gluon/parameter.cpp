@@ -22,6 +22,7 @@ struct Parameter::State {
   // A deferred initialisation waiting for the shape: its contexts and default initializer.
   std::vector<Context> deferred_ctxs;
   std::shared_ptr<const init::Initializer> deferred_default;
+  std::uint64_t data_version = 0;  // see data_version()
 };
 
 namespace {
@@ -102,6 +103,7 @@ void Parameter::allocate(const init::Initializer& default_init, const std::vecto
   else default_init.fill_by_name(state_->name, data);
   state_->ctxs = ctxs;
   state_->data = std::move(data);
+  ++state_->data_version;
   attach_grads();
   state_->deferred_ctxs.clear();
   state_->deferred_default.reset();
@@ -187,7 +189,10 @@ void Parameter::set_data(const nd::NDArray& value) {
                      " but the parameter is " + state_->shape.tuple_str() + " " + dtype_name(state_->dtype));
   }
   for (nd::NDArray& d : state_->data) value.copyto(d);
+  ++state_->data_version;
 }
+
+std::uint64_t Parameter::data_version() const { return state_->data_version; }
 
 void Parameter::reset_ctx(const std::vector<Context>& ctxs) {
   if (ctxs.empty()) throw ValueError("Parameter '" + state_->name + "': reset_ctx needs at least one context");
@@ -210,6 +215,7 @@ void Parameter::cast(DType dtype) {
   for (const nd::NDArray& d : state_->data) data.push_back(d.detach().astype(dtype));
   state_->dtype = dtype;
   state_->data = std::move(data);
+  ++state_->data_version;
   attach_grads();
 }
 
@@ -221,6 +227,7 @@ void Parameter::load_init(const nd::NDArray& value, const std::vector<Context>& 
   state_->dtype = value.dtype();
   state_->ctxs = ctxs;
   state_->data = std::move(data);
+  ++state_->data_version;
   attach_grads();
   state_->deferred_ctxs.clear();
   state_->deferred_default.reset();

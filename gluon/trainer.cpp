@@ -249,16 +249,21 @@ void Trainer::step(std::int64_t batch_size) {
 void Trainer::apply_updates(const char* op, std::int64_t batch_size, double loss_scale) {
   std::vector<StateKey> keys;
   std::vector<nd::NDArray> weights, grads;
+  std::map<std::size_t, std::uint64_t> versions;
   std::size_t index = 0;  // the parameter's place in the dict, frozen or not: its state's key
   for (auto& [name, param] : params_) {
     const std::size_t param_index = index++;
     if (param.grad_req() == "null") continue;
     const std::vector<nd::NDArray> data = param.list_data();
     const std::vector<nd::NDArray> param_grads = param.list_grad();
+    versions[param_index] = param.data_version();
+    const auto seen = data_versions_.find(param_index);
+    const bool set_from_outside = seen != data_versions_.end() && seen->second != param.data_version();
     for (std::size_t i = 0; i < data.size(); ++i) {
       keys.push_back({param_index, i});
       weights.push_back(data[i]);
       grads.push_back(param_grads[i]);
+      if (set_from_outside) optimizer_->forget_master(keys.back());  // made again from the new values
     }
   }
   // Note [update count]: the count after this step, and its rate, before anything changes.
@@ -288,6 +293,7 @@ void Trainer::apply_updates(const char* op, std::int64_t batch_size, double loss
     throw;
   }
   for (const StateKey& key : keys) ++update_counts_[key];
+  for (const auto& [param_index, version] : versions) data_versions_[param_index] = version;
   num_update_ = num_update;
 }
 

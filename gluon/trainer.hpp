@@ -135,6 +135,9 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::shared_ptr<lr_scheduler::LRScheduler> lr_scheduler_;  // null: the optimizer's own rate
   std::map<StateKey, std::int64_t> update_counts_;  // updates of each parameter copy
+  // Each parameter's data_version at its last update: a newer one (set_data, load_parameters)
+  // makes the optimizer's master copies again from the weights.
+  std::map<std::size_t, std::uint64_t> data_versions_;
   std::int64_t num_update_ = 0;  // the largest of update_counts_
   double rescale_grad_ = 1;
   nd::ReduceAlgo reduce_algo_;
