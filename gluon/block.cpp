@@ -273,23 +273,14 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
     pair = std::make_shared<TrainingPair>();
     graph::Executor::Options keep;
     keep.keep = cached->gradient.forward_entries;
-    // Replayed op by op (cpu(0)), the forward reads x where it is, and the backward reads x
-    // there too, as an eager backward does.
+    // On cpu(0) the forward reads x where it is, and the backward reads x there too, as an eager
+    // backward does (on a GPU the executor copies x in: see Options::read_feeds_in_place).
     keep.read_feeds_in_place = true;
     pair->forward = std::make_unique<graph::Executor>(cached->graph, signature.training, std::vector<std::string>{"data"},
                                                       std::vector{x}, cached->param_names, bound, keep);
     cached->pairs.push_back(pair);
   }
   nd::NDArray y = pair->forward->run({x}, bound).at(0);
-  if (!pair->backward) {
-    // The gradients are handed to autograd as the executor's own buffers (no copy): they are read
-    // before this pair runs again, and a caller who keeps one keeps the pair from being reused.
-    graph::Executor::Options options;
-    options.copy_heads = false;
-    pair->backward = std::make_unique<graph::Executor>(
-        cached->gradient.graph, signature.training, std::vector<std::string>{"head_grad"}, std::vector{y},
-        cached->backward_names, backward_bound(*cached, *pair->forward, ctx), options);
-  }
   // The graph is one node of autograd's record: its backward replays the gradient graph.
   std::vector<nd::NDArray> inputs;
   for (const int p : cached->wrt_param) inputs.push_back(p < 0 ? x : bound[static_cast<std::size_t>(p)]);
@@ -299,7 +290,7 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
   autograd::record_op("_CachedOp", y, input_ptrs, [cached, pair, ctx, training](const nd::NDArray& grad) {
     const std::vector<nd::NDArray> bound_now = backward_bound(*cached, *pair->forward, ctx);
     std::vector<nd::NDArray> grads;
-    if (pair->backward->heads_in_use()) {
+    if (pair->backward && pair->backward->heads_in_use()) {
       // A second backward through this forward while the first one's gradients are still held
       // (autograd::grad twice): computed into buffers of their own.
       graph::Executor once(cached->gradient.graph, training, {"head_grad"}, {grad}, cached->backward_names, bound_now,
@@ -322,6 +313,16 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
       }
       grads = pair->backward_into->run({grad}, bound_now);
     } else {
+      // Where backward() offers no buffers (autograd::grad): the gradients are handed to autograd
+      // as the executor's own buffers (no copy). They are read before this pair runs again, and a
+      // caller who keeps one keeps the pair from being reused. Planned on first use only.
+      if (!pair->backward) {
+        graph::Executor::Options options;
+        options.copy_heads = false;
+        pair->backward = std::make_unique<graph::Executor>(cached->gradient.graph, training,
+                                                           std::vector<std::string>{"head_grad"}, std::vector{grad},
+                                                           cached->backward_names, bound_now, options);
+      }
       grads = pair->backward->run({grad}, bound_now);
     }
     std::vector<nd::NDArray> out;

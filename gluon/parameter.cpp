@@ -202,7 +202,9 @@ void Parameter::reset_ctx(const std::vector<Context>& ctxs) {
     return;
   }
   if (!is_initialized()) index_of(ctxs[0], "data");  // throws "not initialized"
+  const std::uint64_t version = state_->data_version;  // the same values, moved: not new ones
   load_init(state_->data[0], ctxs);
+  state_->data_version = version;
 }
 
 void Parameter::cast(DType dtype) {

@@ -65,9 +65,9 @@ class Parameter {
   // Replaces the data with copies of value on ctxs (load_parameters); the shape becomes value's.
   void load_init(const nd::NDArray& value, const std::vector<Context>& ctxs);
   // How many times the data was given values other than by training: initialize, set_data,
-  // load_init (load_parameters), cast, reset_ctx. A Trainer makes its float32 master copies of
-  // 16-bit weights (multi_precision) again from the weights after any of them. (Values written
-  // into data() in place are not counted.)
+  // load_init (load_parameters), cast. A Trainer makes its float32 master copies of 16-bit
+  // weights (multi_precision) again from the weights after any of them. (reset_ctx moves the
+  // values and is not counted; neither are values written into data() in place.)
   std::uint64_t data_version() const;
 
   bool is(const Parameter& other) const { return state_ == other.state_; }

@@ -234,21 +234,18 @@ void Executor::plan(const std::vector<NDArray>& bound) {
   for (const NDArray& f : feed_buffers_) capturable_ = capturable_ && bytes_of(f) > 0;
   // A replay can read the caller's inputs where they are, instead of copies, when no head is a
   // feed or its view (value() gives kept feeds as the inputs themselves): op by op, or on a GPU by
-  // graphs captured per input address where no kept value is a feed's (a backward graph bound to
-  // it would be planned and captured again for every new input).
+  // graphs captured per input address. Not on a GPU where values are kept for a backward graph:
+  // that graph is bound to the forward's input (variable()), and a new array there would plan and
+  // capture it again; the planned input buffer stays put.
   feed_reads_.clear();
   last_feeds_.clear();
   feed_graphs_.clear();
   last_feed_addresses_.clear();
-  bool direct = options_.read_feeds_in_place;
+  bool direct = options_.read_feeds_in_place && !(ctx_.is_gpu() && !options_.keep.empty());
   for (const Entry& e : g.heads) {
     for (const NDArray& f : feed_buffers_) direct = direct && !values_[e.node].at(e.index).shares_memory(f);
   }
   feed_graphs_allowed_ = direct && capturable_;
-  for (const Entry& e : options_.keep) {
-    for (const NDArray& f : feed_buffers_) feed_graphs_allowed_ = feed_graphs_allowed_ && !values_[e.node].at(e.index).shares_memory(f);
-  }
-  direct = direct && (!capturable_ || feed_graphs_allowed_);
   for (std::size_t s = 0; direct && s < steps_.size(); ++s) {
     for (std::size_t k = 0; k < steps_[s].inputs.size(); ++k) {
       for (std::size_t i = 0; i < feed_buffers_.size(); ++i) {
@@ -274,13 +271,30 @@ bool Executor::heads_in_use() const {
   return false;
 }
 
-bool Executor::rebind(std::size_t i, const NDArray& now) {
-  const NDArray old = bound_[i];
-  if (capturable_ || now.shape() != old.shape() || now.dtype() != old.dtype() || now.context() != old.context() ||
-      !now.is_contiguous() || !old.is_contiguous() || old.size() == 0) {
-    return false;
+bool Executor::rebind(const std::vector<NDArray>& bound) {
+  std::vector<std::size_t> changed;
+  for (std::size_t i = 0; i < bound.size(); ++i) {
+    if (!bound[i].is(bound_[i])) changed.push_back(i);
   }
-  // Every array of the plan on old's memory is old or a reshape of it (the plan's only views).
+  if (changed.empty()) return true;
+  if (capturable_) return false;
+  for (const std::size_t i : changed) {
+    const NDArray &now = bound[i], &old = bound_[i];
+    if (now.shape() != old.shape() || now.dtype() != old.dtype() || now.context() != old.context() ||
+        !now.is_contiguous() || !old.is_contiguous() || old.size() == 0) {
+      return false;
+    }
+    // Bound arrays that are views of one another (the input and its reshape) stay so, over the
+    // same elements; others stay apart.
+    const auto same_span = [](const NDArray& a, const NDArray& b) { return a.data() == b.data() && a.size() == b.size(); };
+    for (std::size_t j = 0; j < bound.size(); ++j) {
+      if (j == i) continue;
+      const bool before = old.shares_memory(bound_[j]), after = now.shares_memory(bound[j]);
+      if (before != after || (before && !(same_span(old, bound_[j]) && same_span(now, bound[j])))) return false;
+    }
+  }
+  // Every array of the plan on an old array's memory is that array or a reshape of it (the plan's
+  // only views): all of them found before any changes.
   std::vector<NDArray*> readers;
   for (op::Invocation& step : steps_) {
     for (NDArray& a : step.inputs) readers.push_back(&a);
@@ -289,14 +303,17 @@ bool Executor::rebind(std::size_t i, const NDArray& now) {
   for (auto& values : values_) {
     for (NDArray& a : values) readers.push_back(&a);
   }
-  std::vector<NDArray*> on_old;
+  std::vector<std::pair<NDArray*, std::size_t>> swaps;  // (reader, the bound index it moves to)
   for (NDArray* a : readers) {
-    if (a->is_none() || !a->shares_memory(old)) continue;
-    if (a->data() != old.data() || a->size() != old.size() || !a->is_contiguous()) return false;
-    on_old.push_back(a);
+    for (const std::size_t i : changed) {
+      const NDArray& old = bound_[i];
+      if (a->is_none() || !a->shares_memory(old)) continue;
+      if (a->data() != old.data() || a->size() != old.size() || !a->is_contiguous()) return false;
+      swaps.emplace_back(a, i);
+    }
   }
-  for (NDArray* a : on_old) *a = now.reshape(a->shape());
-  bound_[i] = now;
+  for (auto& [a, i] : swaps) *a = bound[i].reshape(a->shape());
+  for (const std::size_t i : changed) bound_[i] = bound[i];
   return true;
 }
 
@@ -333,9 +350,7 @@ std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std:
     }
   }
   if (bound.size() != bound_names_.size()) throw ValueError("hybridized graph: the bound arrays do not match the plan");
-  bool replan = !planned_;
-  for (std::size_t i = 0; i < bound.size() && !replan; ++i) replan = !bound[i].is(bound_[i]) && !rebind(i, bound[i]);
-  if (replan) plan(bound);
+  if (!planned_ || !rebind(bound)) plan(bound);
   std::vector<NDArray> outputs;
   for (std::size_t h = 0; h < graph_->heads.size(); ++h) {
     const NDArray& v = values_[graph_->heads[h].node].at(graph_->heads[h].index);
@@ -411,13 +426,13 @@ CapturedWork* Executor::feed_graph(const std::vector<NDArray>& feeds, const std:
   if (!feed_graphs_allowed_) return nullptr;
   std::vector<const void*> at;
   for (const NDArray& x : feeds) at.push_back(x.data());
+  const bool again = at == last_feed_addresses_;
+  last_feed_addresses_ = at;
   for (auto it = feed_graphs_.begin(); it != feed_graphs_.end(); ++it) {
     if (it->at != at) continue;
     std::rotate(it, it + 1, feed_graphs_.end());  // now the most recently used
     return feed_graphs_.back().work.get();
   }
-  const bool again = at == last_feed_addresses_;
-  last_feed_addresses_ = at;
   if (!again) return nullptr;
   std::unique_ptr<CapturedWork> work;
   try {

@@ -16,7 +16,8 @@
 // (a static input buffer, as users of CUDA graphs keep one), while other inputs are copied in.
 //
 // The capture records everything queued on the device's stream meanwhile: while an executor
-// captures (its second run), no other thread may queue work on that GPU.
+// captures (its second run, or a later one that captures a graph for a new input address), no
+// other thread may queue work on that GPU.
 //
 // gradient() traces the backward pass of a graph into a graph of its own (MXNet's backward
 // CachedOp), whose variables are the forward graph's variables, the head's gradient and the
@@ -46,8 +47,9 @@ class Executor {
     bool reuse_memory = true;  // intermediates share buffers by liveness
     std::vector<Entry> keep;   // entries whose buffers stay theirs after a run (value() reads them)
     bool capture = true;       // replay as a captured graph where the context can
-    // A replay op by op may read the inputs where they are instead of copying them in; value()
-    // and variable() of a feed, or of a view of one, then give the last run's input itself.
+    // A replay may read the inputs where they are instead of copying them in (op by op, or on a
+    // GPU through graphs captured per input address; not on a GPU with kept values); value() and
+    // variable() of a feed, or of a view of one, then give the last run's input itself.
     bool read_feeds_in_place = false;
     // false: run() returns the heads' planned arrays themselves (where a head has a buffer of its
     // own), not copies; the next run overwrites them. heads_in_use() says whether one is still held.
@@ -76,7 +78,8 @@ class Executor {
 
   // The heads' values, as new arrays, for feeds of the planned shapes, dtypes and context
   // (mx::ValueError naming the difference otherwise) and the bound arrays in bound_names' order.
-  // A bound array that is no longer the planned one (a parameter given new storage) re-plans.
+  // A bound array that is no longer the planned one (a parameter given new storage) is read in
+  // its place where nothing was captured (rebind), else the graph is planned again.
   std::vector<nd::NDArray> run(const std::vector<nd::NDArray>& feeds, const std::vector<nd::NDArray>& bound);
 
   // A variable's or op output's planned array (a feed's holds the last run's input, or is that
@@ -101,9 +104,10 @@ class Executor {
  private:
   void plan(const std::vector<nd::NDArray>& bound);
   void run_steps();
-  // Puts `now` where the steps and values read bound array i; false (nothing changed) where it
-  // cannot stand in for it (another shape, dtype or context, or a captured replay).
-  bool rebind(std::size_t i, const nd::NDArray& now);
+  // Puts the bound arrays that changed where the steps and values read the old ones; false
+  // (nothing changed) where one cannot stand in for its old one (another shape, dtype or context,
+  // memory shared with another bound array, or a captured replay).
+  bool rebind(const std::vector<nd::NDArray>& bound);
   void try_capture(const std::vector<nd::NDArray>& feeds, const std::vector<nd::NDArray>& outputs);
   // The copies into the feeds' buffers, and out of the heads' into outputs (those not handed out).
   std::vector<CopyItem> feed_copies(const std::vector<nd::NDArray>& feeds) const;

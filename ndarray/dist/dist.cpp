@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "context/device.hpp"
 #include "context/error.hpp"
@@ -171,9 +172,12 @@ void init(double timeout_seconds) {
   // mpirun, srun and torchrun start a rank per GPU, each with an OpenMP team as wide as the
   // machine, whose spinning workers then starve the other ranks' threads: this thread's CPU loops
   // get the rank's share of the cores, unless OMP_NUM_THREADS says otherwise (ndgluon-run sets it
-  // so, which every thread of the rank then follows).
-  if (env.local_world_size > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
-    omp_set_num_threads(std::max(1, omp_get_num_procs() / env.local_world_size));
+  // so, which every thread of the rank then follows) or the launcher bound the rank to fewer cores
+  // than the machine has (its share already).
+  const int cores = omp_get_num_procs();  // those this process may run on
+  if (env.local_world_size > 1 && std::getenv("OMP_NUM_THREADS") == nullptr &&
+      cores >= static_cast<int>(std::thread::hardware_concurrency())) {
+    omp_set_num_threads(std::max(1, cores / env.local_world_size));
   }
   s.env = env;
   s.timeout = timeout;

@@ -102,8 +102,8 @@ Grads fully_connected_gradient(const Invocation& inv, const Grads& out_grads) {
   Grads grads(3);
   // Each into the variable's own gradient buffer when backward offers it (op::gradient_into). The
   // data's first: a parameter's gradient starts its all-reduce (gluon/gradient_buckets.hpp), whose
-  // NCCL kernels then share the GPU with the next layer's products rather than with this one's
-  // larger data product (2 processes on 2 H100s, MLP 784-4096-4096-10: 0.7% more samples/s).
+  // NCCL kernels then share the GPU with the layer below's products rather than also with this
+  // layer's data product (2 processes on 2 H100s, MLP 784-4096-4096-10: 0.7% more samples/s).
   if (p.data_grad) {
     const NDArray target = gradient_target(inv, 0);
     const OutputReuse reuse(target.is_none() ? target : target.reshape(x2));

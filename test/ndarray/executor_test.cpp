@@ -128,6 +128,35 @@ BOOST_AUTO_TEST_CASE(inputs_are_read_where_they_are) {
   });
 }
 
+// New bound arrays given together are read where the old ones were, all at once: two arrays that
+// swap places, and an array with its reshape beside it, give the op-by-op values.
+BOOST_AUTO_TEST_CASE(bound_arrays_swapped_or_aliased_are_read_right) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray a = random_array({3, 4}, ctx, 70), b = random_array({3, 4}, ctx, 71);
+    const nd::NDArray x = random_array({3, 4}, ctx, 72);
+    const graph::NameOf name_of = [&](const nd::NDArray& v) -> std::optional<graph::Named> {
+      if (v.is(a)) return graph::Named{"a", a};
+      if (v.is(b)) return graph::Named{"b", b};
+      return std::nullopt;
+    };
+    const auto g = std::make_shared<const graph::Graph>(graph::trace(
+        [&](const std::vector<nd::NDArray>& in) { return std::vector{in[0] * a - b}; }, {x}, {"x"}, name_of));
+    const auto want = [&](const nd::NDArray& first, const nd::NDArray& second) {
+      return graph::run(*g, {{"x", x}, {"a", first}, {"b", second}}).at(0).asvector<double>();
+    };
+    graph::Executor exec(g, false, {"x"}, {x}, {"a", "b"}, {a, b}, {});
+    check_close(exec.run({x}, {a, b}).at(0), want(a, b), 0, 0);
+    check_close(exec.run({x}, {b, a}).at(0), want(b, a), 0, 0);  // swapped
+    check_close(exec.run({x}, {a, b}).at(0), want(a, b), 0, 0);  // and back
+    BOOST_TEST(exec.plans() == (ctx.is_cpu() ? 1u : 3u));         // rebound op by op, planned again on a GPU
+    const nd::NDArray c = random_array({3, 4}, ctx, 73);
+    check_close(exec.run({x}, {c, c.reshape({3, 4})}).at(0), want(c, c), 0, 0);  // one array twice
+    check_close(exec.run({x}, {a, b}).at(0), want(a, b), 0, 0);
+    BOOST_TEST(exec.variable("a").is(a));
+    BOOST_TEST(exec.variable("b").is(b));
+  });
+}
+
 BOOST_AUTO_TEST_CASE(feeds_of_another_signature_are_typed_errors) {
   const nd::NDArray w = random_array({16, 8}, mx::cpu(), 1);
   const auto g = chain(random_array({2, 8}, mx::cpu(), 2), w);
