@@ -55,6 +55,29 @@ struct BlockPool {
 
 bool is_view_op(const op::OpDef* op) { return op == &op::reshape_op() || op == &op::flatten_op(); }
 
+// Per step, the inputs (bits, of the first 32) that no step writes (as an output, or an input its
+// op writes in place) and that are not the feeds' buffers, which a replay's copies write: the
+// parameters and constants.
+std::vector<std::uint32_t> settled_inputs(const std::vector<op::Invocation>& steps, const std::vector<NDArray>& feeds) {
+  std::vector<const NDArray*> written;
+  for (const NDArray& f : feeds) written.push_back(&f);
+  for (const op::Invocation& step : steps) {
+    for (const NDArray& y : step.outputs) written.push_back(&y);
+    for (std::size_t i = 0; i < step.inputs.size() && i < 32; ++i) {
+      if (step.op->written_inputs >> i & 1u) written.push_back(&step.inputs[i]);
+    }
+  }
+  std::vector<std::uint32_t> settled(steps.size(), 0);
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    for (std::size_t i = 0; i < steps[s].inputs.size() && i < 32; ++i) {
+      const NDArray& x = steps[s].inputs[i];
+      const auto writes_x = [&](const NDArray* w) { return !w->is_none() && x.shares_memory(*w); };
+      if (!x.is_none() && std::none_of(written.begin(), written.end(), writes_x)) settled[s] |= 1u << i;
+    }
+  }
+  return settled;
+}
+
 }  // namespace
 
 std::string forward_name(Entry e) { return "_fwd" + std::to_string(e.node) + "_" + std::to_string(e.index); }
@@ -216,6 +239,7 @@ void Executor::plan(const std::vector<NDArray>& bound) {
     op::fuse_elementwise(steps_, uses, fused_programs_);
   }
   planned_bytes_ = pool.total;
+  settled_ = settled_inputs(steps_, feed_buffers_);
   // Heads returned as planned: those with a contiguous pool buffer of their own.
   head_direct_.assign(g.heads.size(), false);
   head_users_.assign(g.heads.size(), 0);
@@ -317,8 +341,8 @@ bool Executor::rebind(const std::vector<NDArray>& bound) {
   return true;
 }
 
-void Executor::run_steps() {
-  for (const op::Invocation& step : steps_) op::run_kernel(step);
+void Executor::run_steps(bool capturing) {
+  for (std::size_t s = 0; s < steps_.size(); ++s) op::run_kernel(steps_[s], capturing ? settled_[s] : 0);
 }
 
 NDArray Executor::value(Entry e) const {
@@ -436,7 +460,7 @@ CapturedWork* Executor::feed_graph(const std::vector<NDArray>& feeds, const std:
   if (!again) return nullptr;
   std::unique_ptr<CapturedWork> work;
   try {
-    with_feeds_in_place(feeds, [&] { work = backend(ctx_).capture(ctx_, [&] { run_steps(); }, {}, head_copies(outputs)); });
+    with_feeds_in_place(feeds, [&] { work = backend(ctx_).capture(ctx_, [&] { run_steps(true); }, {}, head_copies(outputs)); });
   } catch (const Error&) {  // the copying graph serves
   }
   if (!work) {
@@ -454,7 +478,7 @@ void Executor::try_capture(const std::vector<NDArray>& feeds, const std::vector<
     if (!head_direct_[i] && !head_target_[i] && !values_[graph_->heads[i].node].at(graph_->heads[i].index).is_contiguous()) return;
   }
   try {
-    captured_ = backend(ctx_).capture(ctx_, [&] { run_steps(); }, feed_copies(feeds), head_copies(outputs));
+    captured_ = backend(ctx_).capture(ctx_, [&] { run_steps(true); }, feed_copies(feeds), head_copies(outputs));
   } catch (const Error&) {  // this run's results stand; later runs go op by op
     captured_.reset();
   }

@@ -103,7 +103,9 @@ class Executor {
 
  private:
   void plan(const std::vector<nd::NDArray>& bound);
-  void run_steps();
+  // capturing: into a graph, whose replays start after all work queued before them, so that the
+  // steps may read their settled inputs (settled_) early.
+  void run_steps(bool capturing = false);
   // Puts the bound arrays that changed where the steps and values read the old ones; false
   // (nothing changed) where one cannot stand in for its old one (another shape, dtype or context,
   // memory shared with another bound array, or a captured replay).
@@ -128,6 +130,9 @@ class Executor {
   Context ctx_;
   std::vector<std::vector<nd::NDArray>> values_;
   std::vector<op::Invocation> steps_;
+  // Per step, op::ExecContext::settled_inputs within a captured replay: the inputs that neither a
+  // step (its outputs, or inputs its op writes) nor the feeds' copies write.
+  std::vector<std::uint32_t> settled_;
   std::vector<std::unique_ptr<op::FusedProgram>> fused_programs_;  // what fused steps point to
   std::size_t planned_bytes_ = 0;
   bool capturable_ = false, capture_tried_ = false;

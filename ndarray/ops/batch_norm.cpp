@@ -214,8 +214,12 @@ bool batch_norm_mode(Params& params, bool training) {
 }
 
 const OpDef& batch_norm_op() {
-  static const OpDef def{"BatchNorm", &batch_norm_infer, &batch_norm_cpu, NDG_GPU_KERNEL(gpu::batch_norm),
-                         &batch_norm_gradient, &batch_norm_attrs, &batch_norm_parse, false, &batch_norm_mode};
+  static const OpDef def = [] {
+    OpDef d{"BatchNorm", &batch_norm_infer, &batch_norm_cpu, NDG_GPU_KERNEL(gpu::batch_norm),
+            &batch_norm_gradient, &batch_norm_attrs, &batch_norm_parse, false, &batch_norm_mode};
+    d.written_inputs = 1u << 3 | 1u << 4;  // moving_mean, moving_var
+    return d;
+  }();
   static const OpDef& reg = register_op(def);
   return reg;
 }

@@ -81,13 +81,15 @@ void run_on_copies(const Invocation& inv, Context ctx, KernelFn kernel) {
   }
 }
 
-void run(const Invocation& inv, Context ctx) {
+void run(const Invocation& inv, Context ctx, std::uint32_t settled_inputs = 0) {
   const KernelFn kernel = kernel_for(*inv.op, ctx);
   if ((!inv.op->strided_inputs && !all_contiguous(inv.inputs)) || !all_contiguous(inv.outputs)) {
-    return run_on_copies(inv, ctx, kernel);
+    return run_on_copies(inv, ctx, kernel);  // the copies are new work: nothing is settled
   }
   DeviceScope scope(ctx, inv.op->name);
-  kernel(scope.exec(), inv);
+  ExecContext ec = scope.exec();
+  ec.settled_inputs = settled_inputs;
+  kernel(ec, inv);
 }
 
 // Under autograd::record(), when some input carries history and the op has a gradient: the
@@ -398,6 +400,8 @@ Context invocation_context(const Invocation& inv) {
   return common_context(inv.op->name, inv.inputs.empty() ? inv.outputs : inv.inputs);
 }
 
-void run_kernel(const Invocation& inv) { run(inv, invocation_context(inv)); }
+void run_kernel(const Invocation& inv, std::uint32_t settled_inputs) {
+  run(inv, invocation_context(inv), settled_inputs);
+}
 
 }  // namespace mx::op

@@ -62,6 +62,11 @@ struct ExecContext {
   Context ctx;
   void* stream = nullptr;
   int multiprocessors = 0;
+  // Bit i: input i is written by no work queued ahead of this kernel that may still be running
+  // (a captured graph's parameters, which no step of the graph writes), so that a GPU kernel
+  // launched while the kernel ahead of it runs (programmatic dependent launch) may read it before
+  // waiting for that kernel. 0 for eager calls: the work ahead may be an update of any array.
+  std::uint32_t settled_inputs = 0;
 };
 
 // Scratch memory from the context's allocator for the span of a kernel; freed when it goes out of
@@ -136,6 +141,8 @@ struct OpDef {
   // weight_grad). A graph run under record() calls it, so that a replayed op computes the
   // gradients its replay needs, not those its trace needed. nullptr: the gradient computes all.
   void (*input_grads)(Params& params, const std::vector<bool>& needed) = nullptr;
+  // Bit i: the kernel also writes input i in place (BatchNorm's running statistics).
+  std::uint32_t written_inputs = 0;
 };
 
 using AttrPairs = std::vector<std::pair<std::string, std::string>>;
@@ -169,8 +176,9 @@ nd::NDArray invoke1(const OpDef& op, std::vector<nd::NDArray> inputs, Params par
 void invoke_into(const OpDef& op, std::vector<nd::NDArray> inputs, std::vector<nd::NDArray> outputs,
                  Params params = {});
 
-// The kernel of inv's context on inv's arrays, without inference or recording (graph replay).
-void run_kernel(const Invocation& inv);
+// The kernel of inv's context on inv's arrays, without inference or recording (graph replay);
+// settled_inputs as in ExecContext.
+void run_kernel(const Invocation& inv, std::uint32_t settled_inputs = 0);
 
 // --- gradients written where they belong -------------------------------------------------------
 //

@@ -7,6 +7,7 @@
 #include "test/support/contexts.hpp"
 #include "test/support/files.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -529,6 +530,56 @@ BOOST_AUTO_TEST_CASE(held_predictions_survive_later_replays) {
     }
     y += 1.0;  // a result written by its owner is the owner's: the next call does not see it
     check_close(net(inputs[0]), eager[0], 0, 0);
+  });
+}
+
+// A user block whose FullyConnected weight is computed in the forward (2 * weight): in a captured
+// replay only the parameters themselves are read before the kernel ahead has finished, never an
+// array a step of the graph writes.
+class DoubledDense : public mx::gluon::Block {
+ public:
+  DoubledDense()
+      : Block("doubled"), weight_(register_parameter("weight", {3, 5})), bias_(register_parameter("bias", {3})) {}
+  nd::NDArray forward(const nd::NDArray& x) override {
+    const mx::Context ctx = x.context();
+    return nd::FullyConnected(x.relu(), weight_.data(ctx) * 2.0, bias_.data(ctx), 3);
+  }
+  mx::gluon::Parameter weight_, bias_;
+};
+
+BOOST_AUTO_TEST_CASE(weights_computed_in_the_graph_and_new_parameters_are_read_fresh) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    DoubledDense block;
+    block.initialize(mx::init::Uniform(1.0), ctx);
+    block.hybridize(true, true);
+    for (const std::int64_t batch : {1, 2}) {
+      const nd::NDArray x = random_array({batch, 5}, ctx, 60 + static_cast<unsigned>(batch));
+      for (unsigned round = 0; round < 4; ++round) {
+        // Rounds 2 and 3 first give the parameters new values (set_data).
+        if (round >= 2) {
+          block.weight_.set_data(random_array({3, 5}, ctx, 70 + round));
+          block.bias_.set_data(random_array({3}, ctx, 80 + round));
+        }
+        const std::vector<double> xs = x.asvector<double>(), w = block.weight_.data(ctx).asvector<double>(),
+                                  b = block.bias_.data(ctx).asvector<double>();
+        std::vector<double> want(static_cast<std::size_t>(batch) * 3);
+        for (std::size_t m = 0; m < static_cast<std::size_t>(batch); ++m) {
+          for (std::size_t n = 0; n < 3; ++n) {
+            double sum = b[n];
+            for (std::size_t k = 0; k < 5; ++k) sum += std::max(xs[m * 5 + k], 0.0) * 2 * w[n * 5 + k];
+            want[m * 3 + n] = sum;
+          }
+        }
+        // The same ops run eagerly; the block's calls: traced, captured, replayed.
+        const nd::NDArray eager = nd::FullyConnected(x.relu(), block.weight_.data(ctx) * 2.0, block.bias_.data(ctx), 3);
+        check_close(eager, want, 1e-5, 1e-6);
+        for (int call = 0; call < 3; ++call) {
+          BOOST_TEST_CONTEXT("batch " << batch << ", round " << round << ", call " << call) {
+            check_close(block(x), eager.asvector<double>(), 0, 0);
+          }
+        }
+      }
+    }
   });
 }
 
