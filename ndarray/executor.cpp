@@ -53,6 +53,12 @@ struct BlockPool {
   }
 };
 
+std::vector<const void*> addresses_of(const std::vector<NDArray>& arrays) {
+  std::vector<const void*> at;
+  for (const NDArray& x : arrays) at.push_back(x.data());
+  return at;
+}
+
 bool is_view_op(const op::OpDef* op) { return op == &op::reshape_op() || op == &op::flatten_op(); }
 
 // Per step, the inputs (bits, of the first 32) that no step writes (as an output, or an input its
@@ -407,8 +413,7 @@ std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std:
   // The first run has chosen every kernel's algorithm and made every lazy handle: the next ones
   // are captured.
   if (capturable_ && !capture_tried_) try_capture(dense_feeds, outputs);
-  last_feed_addresses_.clear();
-  for (const NDArray& x : dense_feeds) last_feed_addresses_.push_back(x.data());
+  last_feed_addresses_ = addresses_of(dense_feeds);
   return outputs;
 }
 
@@ -448,8 +453,7 @@ void Executor::with_feeds_in_place(const std::vector<NDArray>& feeds, Fn&& fn) {
 
 CapturedWork* Executor::feed_graph(const std::vector<NDArray>& feeds, const std::vector<NDArray>& outputs) {
   if (!feed_graphs_allowed_) return nullptr;
-  std::vector<const void*> at;
-  for (const NDArray& x : feeds) at.push_back(x.data());
+  std::vector<const void*> at = addresses_of(feeds);
   const bool again = at == last_feed_addresses_;
   last_feed_addresses_ = at;
   for (auto it = feed_graphs_.begin(); it != feed_graphs_.end(); ++it) {

@@ -105,11 +105,16 @@ __global__ void __launch_bounds__(cuda::kThreads)
     for (int m = 0; m < kRows; ++m) partial[warp][m] = acc[m];
   }
   __syncthreads();
-  if (warp % split == 0 && lane < rows && n < out) {
-    float sum = 0.0f;
-    for (int j = 0; j < split; ++j) sum += partial[warp + j][lane];
-    if (bias) sum += b;
-    y[static_cast<std::int64_t>(lane) * out + n] = act(sum);
+  // The first warp of each output adds its `split` sums, one per lane, in a butterfly: they are
+  // read at once, where a loop would read them one after the other.
+  if (warp % split == 0 && n < out) {
+#pragma unroll
+    for (int m = 0; m < kRows; ++m) {
+      if (m >= rows) break;
+      float sum = lane < split ? partial[warp + lane][m] : 0.0f;
+      for (int offset = split / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+      if (lane == 0) y[static_cast<std::int64_t>(m) * out + n] = act(bias ? sum + b : sum);
+    }
   }
 }
 
