@@ -47,17 +47,18 @@ constexpr int kFewRows = 4;
 constexpr int kFewPerLane = 16;
 constexpr int kFewWarps = cuda::kThreads / 32;
 
-__device__ __forceinline__ void load_weight_chunk(const float* row, int k0, int k1, int lane, float (&wv)[kFewPerLane]) {
+template <int kPerLane>
+__device__ __forceinline__ void load_weight_chunk(const float* row, int k0, int k1, int lane, float (&wv)[kPerLane]) {
 #pragma unroll
-  for (int i = 0; i < kFewPerLane; ++i) {
+  for (int i = 0; i < kPerLane; ++i) {
     const int k = k0 + i * 32 + lane;
     wv[i] = k < k1 ? row[k] : 0.0f;
   }
 }
 
 // kRows: 1 (a batch of one: a quarter of the registers and shuffles), else kFewRows; `rows` of them
-// are used.
-template <int kRows, class Act>
+// are used. kPerLane: the most values a lane sums (4 where the chunks allow, else kFewPerLane).
+template <int kRows, int kPerLane, class Act>
 __global__ void __launch_bounds__(cuda::kThreads)
     few_rows_dense(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
                    float* __restrict__ y, int rows, int in, int out, int split, bool settled, Act act) {
@@ -67,7 +68,7 @@ __global__ void __launch_bounds__(cuda::kThreads)
   const int chunk = (in + split - 1) / split;
   const int k0 = (warp % split) * chunk, k1 = n < out ? min(in, k0 + chunk) : k0;  // no chunk past the outputs
   const float* row = w + static_cast<std::int64_t>(min(n, out - 1)) * in;
-  float wv[kFewPerLane];
+  float wv[kPerLane];
   float b = 0.0f;
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -91,7 +92,7 @@ __global__ void __launch_bounds__(cuda::kThreads)
     if (m >= rows) break;
     const float* xm = x + static_cast<std::int64_t>(m) * in;
 #pragma unroll
-    for (int i = 0; i < kFewPerLane; ++i) {
+    for (int i = 0; i < kPerLane; ++i) {
       const int k = k0 + i * 32 + lane;
       if (k < k1) acc[m] = fmaf(wv[i], xm[k], acc[m]);
     }
@@ -140,7 +141,10 @@ bool few_rows_fully_connected(const ExecContext& ec, const Invocation& inv) {
   const std::uint32_t params = p.no_bias ? 1u << 1 : 1u << 1 | 1u << 2;
   const bool settled = (ec.settled_inputs & params) == params;
   with_activation(p.act, [&](auto act) {
-    const auto kernel = rows == 1 ? &few_rows_dense<1, decltype(act)> : &few_rows_dense<kFewRows, decltype(act)>;
+    using A = decltype(act);
+    const bool short_chunks = (in + split - 1) / split <= 32 * 4;
+    const auto kernel = rows == 1 ? (short_chunks ? &few_rows_dense<1, 4, A> : &few_rows_dense<1, kFewPerLane, A>)
+                                  : (short_chunks ? &few_rows_dense<kFewRows, 4, A> : &few_rows_dense<kFewRows, kFewPerLane, A>);
     NDG_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, static_cast<const float*>(x.data()),
                                       static_cast<const float*>(w.data()), bias, static_cast<float*>(y.data()),
                                       static_cast<int>(rows), static_cast<int>(in), static_cast<int>(out), split,
