@@ -270,7 +270,8 @@ void Executor::plan(const std::vector<NDArray>& bound) {
   feed_reads_.clear();
   last_feeds_.clear();
   feed_graphs_.clear();
-  last_feed_addresses_.clear();
+  recent_feed_addresses_.clear();
+  feed_graph_hits_ = feed_graph_captures_ = 0;
   bool direct = options_.read_feeds_in_place && !(ctx_.is_gpu() && !options_.keep.empty());
   for (const Entry& e : g.heads) {
     for (const NDArray& f : feed_buffers_) direct = direct && !values_[e.node].at(e.index).shares_memory(f);
@@ -413,7 +414,7 @@ std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std:
   // The first run has chosen every kernel's algorithm and made every lazy handle: the next ones
   // are captured.
   if (capturable_ && !capture_tried_) try_capture(dense_feeds, outputs);
-  last_feed_addresses_ = addresses_of(dense_feeds);
+  remember_feed_addresses(addresses_of(dense_feeds));
   return outputs;
 }
 
@@ -451,17 +452,21 @@ void Executor::with_feeds_in_place(const std::vector<NDArray>& feeds, Fn&& fn) {
   fn();
 }
 
+// An input address gets its graph when it comes back within the last kFeedGraphs calls (a static
+// input from its second call, inputs used in turn from their second round). Past the first
+// kFeedGraphs captures, each one more needs a hit of a graph before it: addresses that come back,
+// but not before the graphs made for them are dropped, then stop being captured.
 CapturedWork* Executor::feed_graph(const std::vector<NDArray>& feeds, const std::vector<NDArray>& outputs) {
   if (!feed_graphs_allowed_) return nullptr;
   std::vector<const void*> at = addresses_of(feeds);
-  const bool again = at == last_feed_addresses_;
-  last_feed_addresses_ = at;
   for (auto it = feed_graphs_.begin(); it != feed_graphs_.end(); ++it) {
     if (it->at != at) continue;
     std::rotate(it, it + 1, feed_graphs_.end());  // now the most recently used
+    ++feed_graph_hits_;
     return feed_graphs_.back().work.get();
   }
-  if (!again) return nullptr;
+  const bool again = remember_feed_addresses(at);
+  if (!again || feed_graph_captures_ >= kFeedGraphs + feed_graph_hits_) return nullptr;
   std::unique_ptr<CapturedWork> work;
   try {
     with_feeds_in_place(feeds, [&] { work = backend(ctx_).capture(ctx_, [&] { run_steps(true); }, {}, head_copies(outputs)); });
@@ -471,9 +476,19 @@ CapturedWork* Executor::feed_graph(const std::vector<NDArray>& feeds, const std:
     feed_graphs_allowed_ = false;
     return nullptr;
   }
+  ++feed_graph_captures_;
   if (feed_graphs_.size() == kFeedGraphs) feed_graphs_.erase(feed_graphs_.begin());
   feed_graphs_.push_back({std::move(at), std::move(work)});
   return feed_graphs_.back().work.get();
+}
+
+bool Executor::remember_feed_addresses(const std::vector<const void*>& at) {
+  const auto seen = std::find(recent_feed_addresses_.begin(), recent_feed_addresses_.end(), at);
+  const bool again = seen != recent_feed_addresses_.end();
+  if (again) recent_feed_addresses_.erase(seen);
+  else if (recent_feed_addresses_.size() == kFeedGraphs) recent_feed_addresses_.erase(recent_feed_addresses_.begin());
+  recent_feed_addresses_.push_back(at);
+  return again;
 }
 
 void Executor::try_capture(const std::vector<NDArray>& feeds, const std::vector<NDArray>& outputs) {

@@ -11,9 +11,10 @@
 // themselves, Options::copy_heads). On a GPU the second replay captures
 // all of this into a CUDA graph (Backend::capture), and every later one is a single launch.
 // With Options::read_feeds_in_place the steps read the caller's inputs where they are instead: op
-// by op on cpu(0); on a GPU through graphs captured for the inputs' addresses (a few, the most
-// recently used kept), captured when two runs in a row are given inputs at the same addresses
-// (a static input buffer, as users of CUDA graphs keep one), while other inputs are copied in.
+// by op on cpu(0); on a GPU through graphs captured for the inputs' addresses (up to 16, the most
+// recently used kept), captured when inputs come back at the same addresses within 16 runs (a
+// static input buffer, as users of CUDA graphs keep one, or a few buffers used in turn), while
+// other inputs are copied in.
 //
 // The capture records everything queued on the device's stream meanwhile: while an executor
 // captures (its second run, or a later one that captures a graph for a new input address), no
@@ -117,9 +118,11 @@ class Executor {
   // Runs fn with the steps reading `feeds` in place of the feeds' buffers (put back afterwards).
   template <class Fn>
   void with_feeds_in_place(const std::vector<nd::NDArray>& feeds, Fn&& fn);
-  // The graph that reads these inputs in place (captured now, if the run before had the same
-  // addresses), or nullptr.
+  // The graph that reads these inputs in place (captured now, if one of the last kFeedGraphs runs
+  // had the same addresses), or nullptr.
   CapturedWork* feed_graph(const std::vector<nd::NDArray>& feeds, const std::vector<nd::NDArray>& outputs);
+  // Notes a run's input addresses among the recent ones; whether they were there already.
+  bool remember_feed_addresses(const std::vector<const void*>& at);
 
   std::shared_ptr<const Graph> graph_;
   bool training_;
@@ -152,10 +155,12 @@ class Executor {
     std::vector<const void*> at;
     std::unique_ptr<CapturedWork> work;
   };
-  static constexpr std::size_t kFeedGraphs = 4;
+  static constexpr std::size_t kFeedGraphs = 16;
   bool feed_graphs_allowed_ = false;
   std::vector<FeedGraph> feed_graphs_;
-  std::vector<const void*> last_feed_addresses_;
+  // The input addresses of the last kFeedGraphs runs without a graph of their own, most recent last.
+  std::vector<std::vector<const void*>> recent_feed_addresses_;
+  std::size_t feed_graph_hits_ = 0, feed_graph_captures_ = 0;
   bool planned_ = false;
   std::size_t plans_ = 0;
   std::unique_ptr<CapturedWork> captured_;

@@ -128,6 +128,53 @@ BOOST_AUTO_TEST_CASE(inputs_are_read_where_they_are) {
   });
 }
 
+// Inputs used in turn (a few buffers, as a server or a loader keeps them) are read in place on a
+// GPU from their second round on; inputs that do not come back within 16 runs are copied in; and
+// addresses that come back only once stop being captured after 16 captures without a hit.
+BOOST_AUTO_TEST_CASE(inputs_used_in_turn_are_read_in_place_from_their_second_round) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray w = random_array({16, 8}, ctx, 1);
+    const auto g = chain(random_array({2, 8}, ctx, 2), w);
+    const auto want = [&](const nd::NDArray& in) { return graph::run(*g, {{"x", in}, {"w", w}}).at(0).asvector<double>(); };
+    const graph::Executor::Options options{.reuse_memory = true, .keep = {}, .capture = true, .read_feeds_in_place = true};
+    std::vector<nd::NDArray> inputs;
+    for (unsigned i = 0; i < 40; ++i) inputs.push_back(random_array({2, 8}, ctx, 100 + i));
+    {
+      graph::Executor exec(g, false, {"x"}, {inputs[0]}, {"w"}, {w}, options);
+      for (unsigned round = 0; round < 3; ++round) {
+        for (unsigned i = 0; i < 8; ++i) {
+          BOOST_TEST_CONTEXT("8 in turn, round " << round << ", input " << i) {
+            check_close(exec.run({inputs[i]}, {w}).at(0), want(inputs[i]), 0, 0);
+            BOOST_TEST(exec.read_feeds_in_place() == (ctx.is_cpu() || round >= 1));
+          }
+        }
+      }
+    }
+    {
+      graph::Executor exec(g, false, {"x"}, {inputs[0]}, {"w"}, {w}, options);
+      for (unsigned round = 0; round < 2; ++round) {
+        for (unsigned i = 0; i < 20; ++i) {
+          BOOST_TEST_CONTEXT("20 in turn, round " << round << ", input " << i) {
+            check_close(exec.run({inputs[i]}, {w}).at(0), want(inputs[i]), 0, 0);
+            BOOST_TEST(exec.read_feeds_in_place() == ctx.is_cpu());
+          }
+        }
+      }
+    }
+    {
+      graph::Executor exec(g, false, {"x"}, {inputs[0]}, {"w"}, {w}, options);
+      check_close(exec.run({inputs[39]}, {w}).at(0), want(inputs[39]), 0, 0);  // the first run, op by op
+      for (unsigned i = 0; i < 30; ++i) {  // each input twice in a row, then never again
+        BOOST_TEST_CONTEXT("twice each, input " << i) {
+          check_close(exec.run({inputs[i]}, {w}).at(0), want(inputs[i]), 0, 0);
+          check_close(exec.run({inputs[i]}, {w}).at(0), want(inputs[i]), 0, 0);
+          BOOST_TEST(exec.read_feeds_in_place() == (ctx.is_cpu() || i < 16));
+        }
+      }
+    }
+  });
+}
+
 // New bound arrays given together are read where the old ones were, all at once: two arrays that
 // swap places, and an array with its reshape beside it, give the op-by-op values.
 BOOST_AUTO_TEST_CASE(bound_arrays_swapped_or_aliased_are_read_right) {
