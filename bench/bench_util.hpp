@@ -30,8 +30,9 @@ double median_seconds(Fn&& fn, Sync&& sync, int reps, int trials = 5) {
 }
 
 // The medians of median_seconds for two ways of doing one thing, their trials interleaved (a, b,
-// a, b, ...), so that a drift of the machine's speed during the run (other tenants, clocks) moves
-// both alike instead of the one measured second.
+// b, a, a, b, ...), so that a drift of the machine's speed during the run (other tenants, clocks)
+// moves both alike instead of the one measured second, and neither is always the one that runs
+// right after the other.
 template <class FnA, class FnB, class Sync>
 std::pair<double, double> paired_median_seconds(FnA&& a, FnB&& b, Sync&& sync, int reps, int trials = 9) {
   std::vector<double> times_a, times_b;
@@ -43,8 +44,13 @@ std::pair<double, double> paired_median_seconds(FnA&& a, FnB&& b, Sync&& sync, i
     if (keep) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps);
   };
   for (int t = 0; t <= trials; ++t) {  // trial 0 warms both up
-    trial(a, times_a, t > 0);
-    trial(b, times_b, t > 0);
+    if (t % 2 == 0) {
+      trial(a, times_a, t > 0);
+      trial(b, times_b, t > 0);
+    } else {
+      trial(b, times_b, true);
+      trial(a, times_a, true);
+    }
   }
   std::sort(times_a.begin(), times_a.end());
   std::sort(times_b.begin(), times_b.end());

@@ -9,6 +9,7 @@
 #include "context/device.hpp"
 #include "cuda/check.hpp"
 #include "cuda/device_guard.hpp"
+#include "cuda/kernels.hpp"
 #include "ndarray/memory.hpp"
 
 namespace mx::cuda {
@@ -32,7 +33,7 @@ Device::Device(int id) : id_(id) {
   NDG_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, id));
   int major = 0;
   NDG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, id));
-  dependent_launch_ = major >= 9;
+  dependent_launch_ = major >= 9 && kernels_wait_on_dependencies();
 }
 
 cublasHandle_t Device::cublas() {

@@ -29,4 +29,10 @@ struct CopyNodeParams {
 // Fills out for items (at most kMaxItems).
 void copy_node_params(const std::vector<CopyItem>& items, CopyNodeParams& out);
 
+// Whether the current device runs kernels compiled from compute_90 PTX or newer, which wait with
+// griddepcontrol.wait: the kernels launched as programmatic dependent launches have that wait
+// only then (`#if __CUDA_ARCH__ >= 900`); machine code from older PTX (an sm_90 binary built from
+// compute_80) lacks it, and must be launched plainly. All of them are built with the same flags.
+bool kernels_wait_on_dependencies();
+
 }  // namespace mx::cuda

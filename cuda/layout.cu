@@ -100,6 +100,12 @@ void copy_lists(cudaStream_t stream, const std::vector<CopyItem>& items) {
 
 }  // namespace
 
+bool kernels_wait_on_dependencies() {
+  cudaFuncAttributes attributes{};
+  NDG_CUDA_CHECK(cudaFuncGetAttributes(&attributes, copy_words<unsigned char>));
+  return attributes.ptxVersion >= 90;
+}
+
 void copy_node_params(const std::vector<CopyItem>& items, CopyNodeParams& out) {
   static_assert(CopyNodeParams::kMaxItems == kMaxCopies && sizeof(CopyList<unsigned char>) <= sizeof out.argument);
   if (items.empty() || items.size() > CopyNodeParams::kMaxItems) throw Error("copy_node_params: 1 to 48 copies");

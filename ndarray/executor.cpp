@@ -271,7 +271,7 @@ void Executor::plan(const std::vector<NDArray>& bound) {
   last_feeds_.clear();
   feed_graphs_.clear();
   recent_feed_addresses_.clear();
-  feed_graph_hits_ = feed_graph_captures_ = 0;
+  hits_since_capture_ = feed_graph_captures_ = 0;
   bool direct = options_.read_feeds_in_place && !(ctx_.is_gpu() && !options_.keep.empty());
   for (const Entry& e : g.heads) {
     for (const NDArray& f : feed_buffers_) direct = direct && !values_[e.node].at(e.index).shares_memory(f);
@@ -452,21 +452,23 @@ void Executor::with_feeds_in_place(const std::vector<NDArray>& feeds, Fn&& fn) {
   fn();
 }
 
-// An input address gets its graph when it comes back within the last kFeedGraphs calls (a static
-// input from its second call, inputs used in turn from their second round). Past the first
-// kFeedGraphs captures, each one more needs a hit of a graph before it: addresses that come back,
-// but not before the graphs made for them are dropped, then stop being captured.
+// An input address gets its graph when it comes back within the last kFeedGraphs runs without a
+// graph (a static input from its second run, inputs used in turn from their second round). Past
+// the first kFeedGraphs captures, a capture (tens of microseconds) must be paid for by
+// kHitsPerCapture replays of kept graphs since the one before (each saves about a microsecond of
+// copying): addresses that come back, but not before the graphs made for them are dropped, are
+// then captured seldom.
 CapturedWork* Executor::feed_graph(const std::vector<NDArray>& feeds, const std::vector<NDArray>& outputs) {
   if (!feed_graphs_allowed_) return nullptr;
   std::vector<const void*> at = addresses_of(feeds);
   for (auto it = feed_graphs_.begin(); it != feed_graphs_.end(); ++it) {
     if (it->at != at) continue;
     std::rotate(it, it + 1, feed_graphs_.end());  // now the most recently used
-    ++feed_graph_hits_;
+    ++hits_since_capture_;
     return feed_graphs_.back().work.get();
   }
   const bool again = remember_feed_addresses(at);
-  if (!again || feed_graph_captures_ >= kFeedGraphs + feed_graph_hits_) return nullptr;
+  if (!again || (feed_graph_captures_ >= kFeedGraphs && hits_since_capture_ < kHitsPerCapture)) return nullptr;
   std::unique_ptr<CapturedWork> work;
   try {
     with_feeds_in_place(feeds, [&] { work = backend(ctx_).capture(ctx_, [&] { run_steps(true); }, {}, head_copies(outputs)); });
@@ -477,6 +479,8 @@ CapturedWork* Executor::feed_graph(const std::vector<NDArray>& feeds, const std:
     return nullptr;
   }
   ++feed_graph_captures_;
+  hits_since_capture_ = 0;
+  recent_feed_addresses_.pop_back();  // `at`, just remembered: it has a graph now
   if (feed_graphs_.size() == kFeedGraphs) feed_graphs_.erase(feed_graphs_.begin());
   feed_graphs_.push_back({std::move(at), std::move(work)});
   return feed_graphs_.back().work.get();

@@ -155,12 +155,12 @@ class Executor {
     std::vector<const void*> at;
     std::unique_ptr<CapturedWork> work;
   };
-  static constexpr std::size_t kFeedGraphs = 16;
+  static constexpr std::size_t kFeedGraphs = 16, kHitsPerCapture = 64;
   bool feed_graphs_allowed_ = false;
   std::vector<FeedGraph> feed_graphs_;
   // The input addresses of the last kFeedGraphs runs without a graph of their own, most recent last.
   std::vector<std::vector<const void*>> recent_feed_addresses_;
-  std::size_t feed_graph_hits_ = 0, feed_graph_captures_ = 0;
+  std::size_t hits_since_capture_ = 0, feed_graph_captures_ = 0;
   bool planned_ = false;
   std::size_t plans_ = 0;
   std::unique_ptr<CapturedWork> captured_;

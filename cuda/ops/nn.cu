@@ -70,22 +70,19 @@ __global__ void __launch_bounds__(cuda::kThreads)
   const float* row = w + static_cast<std::int64_t>(min(n, out - 1)) * in;
   float wv[kPerLane];
   float b = 0.0f;
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  if (settled) {
+  const auto load_weights = [&] {
     load_weight_chunk(row, k0, k1, lane, wv);
     if (bias && n < out) b = bias[n];
-  } else {
-    for (int k = k0 + lane * 32; k < k1; k += 32 * 32) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + k));
-  }
+  };
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (settled) load_weights();
+  else for (int k = k0 + lane * 32; k < k1; k += 32 * 32) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + k));
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #else
   settled = false;
 #endif
-  if (!settled) {
-    load_weight_chunk(row, k0, k1, lane, wv);
-    if (bias && n < out) b = bias[n];
-  }
+  if (!settled) load_weights();
   float acc[kRows] = {};
 #pragma unroll
   for (int m = 0; m < kRows; ++m) {

@@ -118,7 +118,9 @@ BOOST_AUTO_TEST_CASE(fully_connected_of_a_few_rows_against_naive_reference) {
   struct Case {
     std::int64_t in, hidden;
   };
-  for (const Case c : {Case{784, 256}, Case{256, 10}, Case{3, 7}, Case{1500, 33}, Case{4096, 3}, Case{4097, 2}}) {
+  // 300 x 1501: 4 warps per output, the last block half full; 1000 x 3001: 2 warps, a quarter full.
+  for (const Case c : {Case{784, 256}, Case{256, 10}, Case{3, 7}, Case{1500, 33}, Case{300, 1501}, Case{1000, 3001},
+                       Case{4096, 3}, Case{4097, 2}}) {
     for (const std::int64_t rows : {1, 2, 4, 5}) {
       const Values xv = uniform_values(rows * c.in, 11), wv = uniform_values(c.hidden * c.in, 12),
                    bv = uniform_values(c.hidden, 13);
