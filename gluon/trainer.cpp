@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <set>
 
 #include "context/device.hpp"
 #include "context/error.hpp"
@@ -188,15 +187,10 @@ void Trainer::allreduce_grads() {
   if (dist_) broadcast_new_parameters();
   prepare_buckets();  // buckets of the parameters as they are now (new ones have summed nothing)
   // The buckets' gradients: those backward has not summed (Note [gradient buckets]).
-  std::set<std::string> bucketed;
-  if (buckets_) {
-    const std::vector<std::vector<std::string>> layout = buckets_->layout();
-    for (const auto& bucket : layout) bucketed.insert(bucket.begin(), bucket.end());
-    buckets_->finish();
-  }
+  if (buckets_) buckets_->finish();
   std::vector<std::vector<nd::NDArray>> groups;
   for (auto& [name, param] : params_) {
-    if (param.grad_req() == "null" || bucketed.count(name)) continue;
+    if (param.grad_req() == "null" || (buckets_ && buckets_->holds_param(name))) continue;
     std::vector<nd::NDArray> grads = param.list_grad();
     if (grads.size() > 1 || dist_) groups.push_back(std::move(grads));
   }
