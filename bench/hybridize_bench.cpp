@@ -203,24 +203,30 @@ int main(int argc, char** argv) {
     }
   }
   // cpu(0): the two modes run the same GEMMs and differ by a few percent at most, less than a
-  // many-core host's spread between trials, so many short trials in turn.
+  // many-core host's spread between trials, so many short trials in turn. Each case is also timed
+  // eager against a second eager net (the same work): how far apart two runs of the same code
+  // land on this host, the resolution of the hybridized/eager ratio.
   constexpr int kCpuTrials = 41;
-  {
-    const auto [eager, hybridized] =
-        bench::paired_median_seconds(forward_call(cpu0, 64, false), forward_call(cpu0, 64, true), nd_sync, 50, kCpuTrials);
-    add_case(rows, "cpu(0): MLP 784-256-256-10 forward, batch 64", "us/forward", "", eager, hybridized);
-  }
-  {
-    const auto [eager, hybridized] =
-        bench::paired_median_seconds(training_step_call(cpu0, false), training_step_call(cpu0, true), nd_sync, 5, kCpuTrials);
-    add_case(rows, "cpu(0): training step, MLP 784-256-256-10, batch 256, SGD", "us/step", "", eager, hybridized);
-  }
-  {
-    const auto [eager, hybridized] =
-        bench::paired_median_seconds(training_step_call(cpu0, false, 4), training_step_call(cpu0, true, 4), nd_sync, 8,
-                                      kCpuTrials);
-    add_case(rows, "cpu(0): training step, MLP 784-256-256-10, batch 256, SGD, 4 batches in turn", "us/step", "",
-             eager, hybridized);
+  struct CpuCase {
+    const char* name;
+    const char* metric;
+    int reps;
+    std::function<std::function<void()>(bool)> make;
+  };
+  const std::vector<CpuCase> cpu_cases = {
+      {"cpu(0): MLP 784-256-256-10 forward, batch 64", "us/forward", 50,
+       [&](bool h) { return forward_call(cpu0, 64, h); }},
+      {"cpu(0): training step, MLP 784-256-256-10, batch 256, SGD", "us/step", 5,
+       [&](bool h) { return training_step_call(cpu0, h); }},
+      {"cpu(0): training step, MLP 784-256-256-10, batch 256, SGD, 4 batches in turn", "us/step", 8,
+       [&](bool h) { return training_step_call(cpu0, h, 4); }},
+  };
+  for (const CpuCase& c : cpu_cases) {
+    const auto [eager, hybridized] = bench::paired_median_seconds(c.make(false), c.make(true), nd_sync, c.reps, kCpuTrials);
+    add_case(rows, c.name, c.metric, "", eager, hybridized);
+    const auto [first, second] = bench::paired_median_seconds(c.make(false), c.make(false), nd_sync, c.reps, kCpuTrials);
+    std::printf("%s: a second eager net vs the first %.3fx (the same work: this host's spread)\n", c.name,
+                first / second);
   }
 
   if (have_gpu) bench::attach_peer(rows, bench::run_peer("python3 " + peer_script + " hybridize"));
