@@ -22,7 +22,6 @@
 
 #include "bench/bench_util.hpp"
 #include "bench/cuda_check.hpp"
-#include "ndarray/ops/op.hpp"
 #include "tutorials/cli.hpp"
 
 namespace nd = mx::nd;
@@ -118,9 +117,8 @@ int run_dist() {
   for (bool from_host : {false, true}) {
     const double samples_per_s = static_cast<double>(world * kBatchPerGpu) / step_seconds(mine, from_host, "dist_sync");
     if (mx::dist::rank() == 0) {
-      std::printf("| %s | %d processes x 1 GPU (dist_sync, bucket_cap_mb %s, gradient blocks of %zu bytes) | %.0f |\n",
-                  from_host ? "copied from cpu(0)" : "resident on each GPU", world, cap_text().c_str(),
-                  mx::op::gradient_block_bytes(), samples_per_s);
+      std::printf("| %s | %d processes x 1 GPU (dist_sync, bucket_cap_mb %s) | %.0f |\n",
+                  from_host ? "copied from cpu(0)" : "resident on each GPU", world, cap_text().c_str(), samples_per_s);
       std::fflush(stdout);
     }
   }
@@ -140,13 +138,7 @@ int main(int argc, char** argv) {
                  "the Trainer's gradient bucket size in MiB (0: gradients summed after backward; default: the "
                  "Trainer's, buckets of 25 MiB with one GPU per process)")
       ->check(CLI::Range(0.0, 1e6));
-  double block_mb = -1;
-  app.add_option("--grad-block-mb", block_mb,
-                 "the largest block of rows a Dense weight's gradient is computed in on a GPU, in MiB (0: never in "
-                 "blocks; default: the library's, 8), each block's all-reduce starting beside the next one's product")
-      ->check(CLI::Range(0.0, 1e6));
   if (const std::optional<int> exit_code = cli::parse(app, argc, argv)) return *exit_code;
-  if (block_mb >= 0) mx::op::set_gradient_block_bytes(static_cast<std::size_t>(block_mb * (1 << 20)));
   if (dist) return run_dist();
 
   const int gpus = mx::num_gpus();
@@ -156,9 +148,8 @@ int main(int argc, char** argv) {
   }
   std::printf("device: %d x %s\n\n", gpus, mx::gpu_name(0).c_str());
 
-  std::printf("## Data-parallel MLP 784-4096-4096-10, SGD, batch %lld per GPU, bucket_cap_mb %s, gradient blocks of %zu "
-              "bytes\n\n",
-              static_cast<long long>(kBatchPerGpu), cap_text().c_str(), mx::op::gradient_block_bytes());
+  std::printf("## Data-parallel MLP 784-4096-4096-10, SGD, batch %lld per GPU, bucket_cap_mb %s\n\n",
+              static_cast<long long>(kBatchPerGpu), cap_text().c_str());
   std::printf("| inputs | GPUs | samples/s | speed-up over 1 GPU | target |\n|---|---:|---:|---:|---:|\n");
   for (bool from_host : {false, true}) {
     double one_gpu = 0;

@@ -5,7 +5,6 @@
 
 #include "ndarray/collective.hpp"
 #include "ndarray/dist.hpp"
-#include "ndarray/ops/op.hpp"
 #include "ndarray/profiler.hpp"
 
 namespace mx::gluon {
@@ -20,30 +19,19 @@ std::shared_ptr<GradientBuckets> GradientBuckets::make(std::vector<Param> params
 GradientBuckets::GradientBuckets(std::vector<Param> params, std::vector<Context> contexts, std::size_t cap_bytes,
                                  bool dist)
     : contexts_(std::move(contexts)), dist_(dist) {
-  for (Param& p : params) entries_.push_back({std::move(p), {}});
-  // Reverse order, blocks in row order; a bucket closes once it holds its cap (the first: at most
-  // kFirstBucketBytes), and after a block.
+  for (Param& p : params) entries_.push_back({std::move(p), 0, std::vector<char>(contexts_.size(), 0), false});
+  // Reverse order; a bucket closes once it holds its cap (the first: at most kFirstBucketBytes).
   const std::size_t first_cap = std::min(cap_bytes, kFirstBucketBytes);
   std::size_t bytes = 0;
-  bool closed = true;
   for (std::size_t i = entries_.size(); i-- > 0;) {
-    const nd::NDArray& g = entries_[i].param.grads[0];
-    const std::vector<std::int64_t> rows = op::gradient_row_blocks(g.shape(), g.dtype(), g.context());
-    const std::size_t row_bytes = rows.back() > 0 ? static_cast<std::size_t>(g.size() / rows.back()) * dtype_size(g.dtype()) : 0;
-    for (std::size_t b = 0; b + 1 < rows.size(); ++b) {
-      if (closed) {
-        buckets_.push_back({{}, std::vector<std::size_t>(contexts_.size(), 0), 0});
-        bytes = 0;
-      }
-      const bool block = rows.size() > 2;
-      units_.push_back({i, rows[b], rows[b + 1], block, buckets_.size() - 1, std::vector<char>(contexts_.size(), 0),
-                        std::vector<char>(contexts_.size(), 0), false});
-      entries_[i].units.push_back(units_.size() - 1);
-      buckets_.back().units.push_back(units_.size() - 1);
-      bytes += block ? static_cast<std::size_t>(rows[b + 1] - rows[b]) * row_bytes
-                     : static_cast<std::size_t>(g.size()) * dtype_size(g.dtype());
-      closed = block || bytes >= (buckets_.size() == 1 ? first_cap : cap_bytes);
+    if (buckets_.empty() || bytes >= (buckets_.size() == 1 ? first_cap : cap_bytes)) {
+      buckets_.push_back({{}, std::vector<std::size_t>(contexts_.size(), 0), 0});
+      bytes = 0;
     }
+    const nd::NDArray& g = entries_[i].param.grads[0];
+    bytes += static_cast<std::size_t>(g.size()) * dtype_size(g.dtype());
+    entries_[i].bucket = buckets_.size() - 1;
+    buckets_.back().entries.push_back(i);
   }
 }
 
@@ -77,12 +65,7 @@ std::vector<std::vector<std::string>> GradientBuckets::layout() const {
   std::vector<std::vector<std::string>> out;
   for (const Bucket& b : buckets_) {
     out.emplace_back();
-    for (std::size_t u : b.units) {
-      const Unit& unit = units_[u];
-      const std::string& name = entries_[unit.entry].param.name;
-      out.back().push_back(unit.block ? name + "[" + std::to_string(unit.begin) + ":" + std::to_string(unit.end) + "]"
-                                      : name);
-    }
+    for (std::size_t i : b.entries) out.back().push_back(entries_[i].param.name);
   }
   return out;
 }
@@ -93,58 +76,39 @@ bool GradientBuckets::holds_param(const std::string& name) const {
 
 void GradientBuckets::gradient_ready(std::int64_t tag) {
   const auto n = static_cast<std::int64_t>(contexts_.size());
-  for (std::size_t u : entries_[static_cast<std::size_t>(tag / n)].units) unit_written(u, static_cast<std::size_t>(tag % n));
-}
-
-void GradientBuckets::gradient_rows_ready(std::int64_t tag, std::int64_t begin, std::int64_t end) {
-  const auto n = static_cast<std::int64_t>(contexts_.size());
-  for (std::size_t u : entries_[static_cast<std::size_t>(tag / n)].units) {
-    if (units_[u].begin >= begin && units_[u].end <= end) unit_written(u, static_cast<std::size_t>(tag % n));
-  }
-}
-
-void GradientBuckets::unit_written(std::size_t unit, std::size_t c) {
-  Unit& u = units_[unit];
-  if (u.told[c]) return;  // its block was told of already, in this backward
-  u.told[c] = 1;
-  u.summed = false;  // holds this context's own gradient again
-  if (u.written[c]) return;
-  u.written[c] = 1;
-  Bucket& b = buckets_[u.bucket];
-  if (++b.written[c] < b.units.size()) return;
+  Entry& e = entries_[static_cast<std::size_t>(tag / n)];
+  const auto c = static_cast<std::size_t>(tag % n);
+  e.summed = false;  // holds this context's own gradient again
+  if (e.written[c]) return;
+  e.written[c] = 1;
+  Bucket& b = buckets_[e.bucket];
+  if (++b.written[c] < b.entries.size()) return;
   // The bucket's last gradient on this GPU is queued: its sum may start from here.
-  nd::overlap::mark(contexts_[c], static_cast<int>(u.bucket));
-  if (++b.complete_contexts == contexts_.size()) launch(u.bucket);
+  nd::overlap::mark(contexts_[c], static_cast<int>(e.bucket));
+  if (++b.complete_contexts == contexts_.size()) launch(e.bucket);
 }
 
 void GradientBuckets::launch(std::size_t bucket) {
   Bucket& b = buckets_[bucket];
-  sum(b.units, static_cast<int>(bucket));
-  for (std::size_t u : b.units) {
-    units_[u].summed = true;
-    std::fill(units_[u].written.begin(), units_[u].written.end(), 0);
+  sum(b.entries, static_cast<int>(bucket));
+  for (std::size_t i : b.entries) {
+    entries_[i].summed = true;
+    std::fill(entries_[i].written.begin(), entries_[i].written.end(), 0);
   }
   std::fill(b.written.begin(), b.written.end(), 0);
   b.complete_contexts = 0;
 }
 
-void GradientBuckets::sum(const std::vector<std::size_t>& units, int slot) {
+void GradientBuckets::sum(const std::vector<std::size_t>& entries, int slot) {
   const profiler::Range range("gradient bucket all_reduce");
   std::vector<std::vector<nd::NDArray>> groups;
-  for (std::size_t u : units) {
-    const Unit& unit = units_[u];
-    groups.push_back(entries_[unit.entry].param.grads);
-    if (unit.block) {
-      for (nd::NDArray& g : groups.back()) g = g.slice(unit.begin, unit.end);
-    }
-  }
+  for (std::size_t i : entries) groups.push_back(entries_[i].param.grads);
   if (dist_) dist::all_reduce_overlapped(groups, slot);
   else nd::overlap::all_reduce(groups, slot);
   launched_ = true;
 }
 
 void GradientBuckets::backward_end() {
-  for (Unit& u : units_) std::fill(u.told.begin(), u.told.end(), 0);
   if (launched_) join();
 }
 
@@ -155,8 +119,8 @@ void GradientBuckets::join() {
 
 void GradientBuckets::finish() {
   std::vector<std::size_t> rest;
-  for (std::size_t u = 0; u < units_.size(); ++u) {
-    if (!units_[u].summed) rest.push_back(u);
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    if (!entries_[i].summed) rest.push_back(i);
   }
   if (!rest.empty()) {
     const int slot = static_cast<int>(buckets_.size());  // after everything queued now
@@ -168,10 +132,9 @@ void GradientBuckets::finish() {
 }
 
 void GradientBuckets::reset() {
-  for (Unit& u : units_) {
-    u.summed = false;
-    std::fill(u.written.begin(), u.written.end(), 0);
-    std::fill(u.told.begin(), u.told.end(), 0);
+  for (Entry& e : entries_) {
+    e.summed = false;
+    std::fill(e.written.begin(), e.written.end(), 0);
   }
   for (Bucket& b : buckets_) {
     std::fill(b.written.begin(), b.written.end(), 0);

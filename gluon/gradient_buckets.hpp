@@ -6,16 +6,12 @@
 // the processes too) are grouped into buckets of about cap bytes per copy, in the reverse of the
 // dict's order, which is the order backward produces a feed-forward net's gradients in; a bucket
 // closes once it holds cap bytes or more. The first closes at 1 MiB already (or cap, if smaller),
-// so that the first sum starts early (DDP's first bucket). A gradient that backward computes a
-// block of rows at a time (op::gradient_row_blocks: a large Dense weight's on a GPU) is bucketed
-// by block, in row order, and each block closes its bucket: its sum starts while the next block
-// is computed.
+// so that the first sum starts early (DDP's first bucket).
 //
-// backward() tells the buckets of each gradient, or block, as it is written
-// (autograd::GradientListener). When every copy of a bucket's gradients on a GPU is written, the
-// point reached on that GPU's stream is marked; when that holds on every GPU, the bucket's sum
-// starts on their communication streams after those marks, beside the rest of the backward. A
-// backward that
+// backward() tells the buckets of each gradient as it is written (autograd::GradientListener).
+// When every copy of a bucket's parameters on a GPU has its gradient, the point reached on that
+// GPU's stream is marked; when that holds on every GPU, the bucket's sum starts on their
+// communication streams after those marks, beside the rest of the backward. A backward that
 // started sums ends by making the GPUs' streams wait for them: once the backward of the last
 // context has returned, the gradients of the started buckets are the sums (as with DDP). Before
 // that, the gradients of the contexts whose backward has run are being summed: nothing may read
@@ -59,45 +55,33 @@ class GradientBuckets final : public autograd::GradientListener,
   // Makes the GPUs' streams wait for the sums started so far.
   void join();
 
-  // The buckets' parameter names, first bucket first (for tests and the docs); a block of rows of a
-  // gradient computed in blocks is "name[begin:end]".
+  // The buckets' parameter names, first bucket first (for tests and the docs).
   std::vector<std::vector<std::string>> layout() const;
   // Whether the buckets hold this parameter.
   bool holds_param(const std::string& name) const;
 
   void gradient_ready(std::int64_t tag) override;
-  void gradient_rows_ready(std::int64_t tag, std::int64_t begin, std::int64_t end) override;
   void backward_end() override;
 
  private:
-  // What a bucket holds: a parameter's gradient, or a block of its rows [begin, end).
-  struct Unit {
-    std::size_t entry = 0;
-    std::int64_t begin = 0, end = 0;
-    bool block = false;
-    std::size_t bucket = 0;
-    std::vector<char> written;  // per context: written by a backward since the last sum
-    std::vector<char> told;     // per context: told of in the backward now running
-    bool summed = false;        // summed since it was last written
-  };
   struct Entry {
     Param param;
-    std::vector<std::size_t> units;  // in row order
+    std::size_t bucket = 0;
+    std::vector<char> written;  // per context: written by a backward since the last sum
+    bool summed = false;        // summed since it was last written
   };
   struct Bucket {
-    std::vector<std::size_t> units;
-    std::vector<std::size_t> written;  // per context: how many units are written there
+    std::vector<std::size_t> entries;
+    std::vector<std::size_t> written;  // per context: how many entries are written there
     std::size_t complete_contexts = 0;
   };
 
   GradientBuckets(std::vector<Param> params, std::vector<Context> contexts, std::size_t cap_bytes, bool dist);
-  void unit_written(std::size_t unit, std::size_t context);
   void launch(std::size_t bucket);
-  void sum(const std::vector<std::size_t>& units, int slot);
+  void sum(const std::vector<std::size_t>& entries, int slot);
   void reset();
 
   std::vector<Entry> entries_;  // the dict's order
-  std::vector<Unit> units_;
   std::vector<Bucket> buckets_;
   std::vector<Context> contexts_;
   bool dist_;

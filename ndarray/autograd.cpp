@@ -198,12 +198,10 @@ std::unordered_map<Node*, std::vector<nd::NDArray>> leaf_buffer_offers(const std
 // Runs the gradients from root back to the leaves; each leaf's total gradient goes to on_leaf.
 // With offer_leaf_buffers, gradient functions may compute a "write" leaf's gradient straight into
 // its buffer (op::gradient_into); on_leaf then gets that buffer itself, and `written` gets the leaf
-// and the rows queued there (0 to -1: all) as soon as the gradient function has queued them
-// (op::gradient_written, op::gradient_rows_written), when it does.
-using LeafWritten = std::function<void(Node&, std::int64_t begin, std::int64_t end)>;
+// as soon as the gradient function has queued it there (op::gradient_written), when it does.
 template <class OnLeaf>
 void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const nd::NDArray& head_grad,
-               bool offer_leaf_buffers, const OnLeaf& on_leaf, const LeafWritten& written = {}) {
+               bool offer_leaf_buffers, const OnLeaf& on_leaf, const std::function<void(Node&)>& written = {}) {
   std::unordered_map<Node*, nd::NDArray> grads;
   grads[root.get()] = head_grad.is_none() ? nd::ones_like(head) : head_grad;
   const std::vector<Node*> order = consumers_first(root.get());
@@ -224,12 +222,12 @@ void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const
     std::vector<nd::NDArray> input_grads;
     if (node->invocation) {
       const auto offer = offers.find(node);
-      const op::GradientWritten on_written = [&](std::size_t i, std::int64_t begin, std::int64_t end) {
-        if (written && node->inputs[i]) written(*node->inputs[i], begin, end);
+      const std::function<void(std::size_t)> on_written = [&](std::size_t i) {
+        if (written && node->inputs[i]) written(*node->inputs[i]);
       };
       const op::GradientTargets targets(node->invocation.get(),
                                         offer == offers.end() ? std::vector<nd::NDArray>{} : offer->second,
-                                        offer == offers.end() ? op::GradientWritten{} : on_written);
+                                        offer == offers.end() ? std::function<void(std::size_t)>{} : on_written);
       input_grads = node->invocation->op->gradient(*node->invocation, {grad});
     } else {
       const auto offer = offers.find(node);
@@ -284,16 +282,6 @@ class Tell {
       listener->gradient_ready(tag);
     }
   }
-  // Rows [begin, end) of a leaf not told of yet (op::gradient_rows_written).
-  void rows_ready(Node& leaf, std::int64_t begin, std::int64_t end) {
-    if (!active_ || told_leaves_.count(&leaf)) return;
-    for (const auto& [weak, tag] : leaf.listeners) {
-      const std::shared_ptr<GradientListener> listener = weak.lock();
-      if (!listener) continue;
-      if (std::find(told_.begin(), told_.end(), listener) == told_.end()) told_.push_back(listener);
-      listener->gradient_rows_ready(tag, begin, end);
-    }
-  }
 
  private:
   bool active_;
@@ -325,10 +313,8 @@ void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
         }
         if (Tell::listened(leaf)) tell.ready(leaf);
       },
-      [&](Node& leaf, std::int64_t begin, std::int64_t end) {
-        if (!leaf.leaf || !Tell::listened(leaf)) return;
-        if (end < 0) tell.ready(leaf);
-        else tell.rows_ready(leaf, begin, end);
+      [&](Node& leaf) {
+        if (leaf.leaf && Tell::listened(leaf)) tell.ready(leaf);
       });
   write_leaves(leaf_writes);
   tell.end();

@@ -78,17 +78,15 @@ void backward(const nd::NDArray& head, const nd::NDArray& head_grad = nd::NDArra
 // Gradient listeners, as the hooks DDP puts on parameters (a Trainer's gradient buckets use them
 // to start each bucket's all-reduce during backward). Inside backward(), gradient_ready(tag) is
 // called once a variable's gradient buffer holds this pass's gradient: the work that computes it
-// is queued on the variable's context, and the queue has not yet gone on to the op's other
-// gradients where it computes them after this one. Before that, gradient_rows_ready(tag, begin,
-// end) is called for each block of rows of a gradient computed in blocks (op::gradient_row_blocks)
-// as soon as that block is queued. backward_end() is called once per listener told anything,
-// when the backward() is about to return, also after an error. Not called by autograd::grad
-// (which writes no buffer), nor while a graph is traced.
+// is queued on the variable's context, and the queue has not yet gone on to later gradients of
+// the same op where the op computes the variable's first (Dense and Convolution compute the
+// weight's and bias's gradients before the data's). backward_end() is called once per listener
+// told anything, when the backward() is about to return, also after an error. Not called by
+// autograd::grad (which writes no buffer), nor while a graph is traced.
 class GradientListener {
  public:
   virtual ~GradientListener() = default;
   virtual void gradient_ready(std::int64_t tag) = 0;
-  virtual void gradient_rows_ready(std::int64_t /*tag*/, std::int64_t /*begin*/, std::int64_t /*end*/) {}
   virtual void backward_end() = 0;
 };
 // Adds a listener to the variable x (attach_grad or mark_variable; else mx::ValueError naming x),

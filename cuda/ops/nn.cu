@@ -234,10 +234,10 @@ void fully_connected(const ExecContext& ec, const Invocation& inv) {
 // Both gradients from one cuBLASLt call (its BGRADB epilogue sums g over the rows while the
 // product reads it) where cuBLASLt has that algorithm; else the product, then the column sums.
 void fully_connected_weight_grad(const ExecContext& ec, const Invocation& inv) {
-  const nd::NDArray &g = inv.inputs[0], &dw = inv.outputs[0];
-  if (inv.outputs.size() == 2 && dw.size() > 0 && g.shape()[0] > 0 &&
+  const nd::NDArray &g = inv.inputs[0], &dw = inv.outputs[0], &db = inv.outputs[1];
+  if (dw.size() > 0 && g.shape()[0] > 0 &&
       gemm_bias_grad(ec, g.dtype(), fully_connected_weight_grad_gemm(inv), g.data(), inv.inputs[1].data(), dw.data(),
-                     inv.outputs[1].data())) {
+                     db.data())) {
     return;
   }
   fully_connected_weight_grad_unfused(ec, inv);

@@ -10,7 +10,6 @@
 #include "ndarray/elementwise.hpp"
 #include "ndarray/host_random.hpp"
 #include "ndarray/linalg.hpp"
-#include "ndarray/manipulation.hpp"
 #include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/creation_kernels.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
@@ -94,26 +93,6 @@ void fully_connected_cpu(const ExecContext& ec, const Invocation& inv) {
 
 // With y = act(x2 · Wᵀ + b) and G its gradient, g = G * act'(y) (activations write their
 // derivative from y, so the backward op is fed y for x): dx2 = g · W, dW = gᵀ · x2, db = Σrows g.
-// The weight's gradient gᵀ · x of a FullyConnected a block of rows at a time (op::gradient_row_blocks),
-// in the buffer backward offers where it does; each block is told to backward once queued, so
-// that its all-reduce may start beside the next one's product.
-NDArray weight_gradient_in_blocks(const Invocation& inv, const NDArray& g, const NDArray& x2,
-                                  const std::vector<std::int64_t>& blocks) {
-  const NDArray& weight = inv.inputs[1];
-  NDArray dw = gradient_target(inv, 1);
-  if (dw.is_none()) dw = NDArray(weight.shape(), weight.context(), weight.dtype());
-  for (std::size_t b = 0; b + 1 < blocks.size(); ++b) {
-    const NDArray g_block = nd::slice_axis(g, 1, blocks[b], blocks[b + 1]);  // (rows, block), copied
-    {
-      const OutputReuse reuse(dw.slice(blocks[b], blocks[b + 1]));
-      invoke(fully_connected_weight_grad_op(), {g_block, x2}, FullyConnectedWeightGradParams{false});
-    }
-    gradient_rows_written(inv, 1, blocks[b], blocks[b + 1]);
-  }
-  gradient_written(inv, 1, dw);
-  return dw;
-}
-
 Grads fully_connected_gradient(const Invocation& inv, const Grads& out_grads) {
   const FullyConnectedParams& p = fc_params(inv);
   const NDArray &x = inv.inputs[0], &weight = inv.inputs[1], &y = inv.outputs[0];
@@ -130,15 +109,11 @@ Grads fully_connected_gradient(const Invocation& inv, const Grads& out_grads) {
     const OutputReuse reuse(target.is_none() ? target : target.reshape(x2));
     grads[0] = nd::dot(g, weight).reshape(x.shape());
   }
-  const std::vector<std::int64_t> blocks = gradient_row_blocks(weight.shape(), weight.dtype(), weight.context());
-  if (p.weight_grad && blocks.size() > 2) {
-    if (!p.no_bias) grads[2] = gradient_into(inv, 2, [&] { return nd::sum(g, 0); });
-    grads[1] = weight_gradient_in_blocks(inv, g, x.reshape(x2), blocks);
-  } else if (p.weight_grad && !p.no_bias) {  // both from one op (one cuBLASLt call on a GPU)
+  if (p.weight_grad && !p.no_bias) {  // both from one op (one cuBLASLt call on a GPU)
     std::vector<NDArray> both;
     {
       const OutputReuse reuse({gradient_target(inv, 1), gradient_target(inv, 2)});
-      both = invoke(fully_connected_weight_grad_op(), {g, x.reshape(x2)}, FullyConnectedWeightGradParams{});
+      both = invoke(fully_connected_weight_grad_op(), {g, x.reshape(x2)});
     }
     grads[1] = std::move(both[0]);
     grads[2] = std::move(both[1]);
@@ -165,19 +140,7 @@ void fully_connected_weight_grad_infer(const Invocation& inv, std::vector<Output
     throw ShapeError(std::string(op) + ": gradient " + nd::describe(g) + " and data " + nd::describe(x) +
                      " must be (rows, num_hidden) and (rows, in)");
   }
-  out = {{Shape{g.shape()[1], x.shape()[1]}, g.dtype()}};
-  if (inv.params.as<FullyConnectedWeightGradParams>().bias) out.push_back({Shape{g.shape()[1]}, g.dtype()});
-}
-
-std::vector<std::pair<std::string, std::string>> fully_connected_weight_grad_attrs(const Params& params) {
-  return {{"no_bias", format_bool(!params.as<FullyConnectedWeightGradParams>().bias)}};
-}
-
-Params fully_connected_weight_grad_parse(const AttrList& attrs) {
-  AttrReader a("_backward_FullyConnected_weight", attrs);
-  const bool no_bias = a.boolean("no_bias", false);
-  a.finish();
-  return FullyConnectedWeightGradParams{!no_bias};
+  out = {{Shape{g.shape()[1], x.shape()[1]}, g.dtype()}, {Shape{g.shape()[1]}, g.dtype()}};
 }
 
 // --- the registered op -----------------------------------------------------------------------------
@@ -429,7 +392,7 @@ const OpDef& fully_connected_op() {
 const OpDef& fully_connected_weight_grad_op() {
   static const OpDef def{"_backward_FullyConnected_weight", &fully_connected_weight_grad_infer,
                          &fully_connected_weight_grad_unfused, NDG_GPU_KERNEL(gpu::fully_connected_weight_grad),
-                         nullptr, &fully_connected_weight_grad_attrs, &fully_connected_weight_grad_parse};
+                         nullptr};
   static const OpDef& reg = register_op(def);
   return reg;
 }
@@ -445,10 +408,9 @@ GemmArgs fully_connected_weight_grad_gemm(const Invocation& inv) {
 }
 
 void fully_connected_weight_grad_unfused(const ExecContext& ec, const Invocation& inv) {
-  const NDArray &g = inv.inputs[0], &x = inv.inputs[1], &dw = inv.outputs[0];
+  const NDArray &g = inv.inputs[0], &x = inv.inputs[1], &dw = inv.outputs[0], &db = inv.outputs[1];
   if (dw.size() > 0) gemm(ec, g.dtype(), fully_connected_weight_grad_gemm(inv), g.data(), x.data(), dw.data());
-  if (inv.outputs.size() < 2) return;
-  run_kernel(Invocation{&reduce_op(ReduceOp::sum), ReduceParams{ReduceOp::sum, 0, true, false}, {g}, {inv.outputs[1]}});
+  run_kernel(Invocation{&reduce_op(ReduceOp::sum), ReduceParams{ReduceOp::sum, 0, true, false}, {g}, {db}});
 }
 
 GemmArgs fully_connected_gemm(const Invocation& inv) {

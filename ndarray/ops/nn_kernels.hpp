@@ -33,12 +33,8 @@ struct GemmArgs;
 GemmArgs fully_connected_gemm(const Invocation& inv);  // y = x · weightᵀ as a GEMM
 
 // _backward_FullyConnected_weight: inputs g (rows, num_hidden) and x (rows, in), outputs the
-// weight's gradient gᵀ · x and, with bias, the bias's, the column sums of g. On a GPU one cuBLASLt
-// call makes both where it can (gpu::fully_connected_weight_grad); elsewhere the product, then the
-// sums.
-struct FullyConnectedWeightGradParams {
-  bool bias = true;
-};
+// weight's gradient gᵀ · x and the bias's, the column sums of g. On a GPU one cuBLASLt call makes
+// both where it can (gpu::fully_connected_weight_grad); elsewhere the product, then the sums.
 const OpDef& fully_connected_weight_grad_op();
 GemmArgs fully_connected_weight_grad_gemm(const Invocation& inv);
 void fully_connected_weight_grad_unfused(const ExecContext& ec, const Invocation& inv);

@@ -1,7 +1,6 @@
 #include "ndarray/ops/op.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <map>
 #include <mutex>
 #include <string_view>
@@ -302,7 +301,7 @@ namespace {
 
 thread_local const Invocation* targets_inv = nullptr;
 thread_local std::vector<nd::NDArray> targets;
-thread_local GradientWritten targets_written;
+thread_local std::function<void(std::size_t)> targets_written;
 thread_local std::vector<nd::NDArray> reuse_offer;  // empty: no offer
 
 // The array OutputReuse offers, taken (so that nested invocations, such as autocast's casts, and
@@ -322,7 +321,8 @@ bool reusable(const nd::NDArray& out, const OutputSpec& spec, Context ctx, const
 
 }  // namespace
 
-GradientTargets::GradientTargets(const Invocation* inv, std::vector<nd::NDArray> t, GradientWritten written)
+GradientTargets::GradientTargets(const Invocation* inv, std::vector<nd::NDArray> t,
+                                 std::function<void(std::size_t)> written)
     : previous_inv_(std::exchange(targets_inv, inv)), previous_targets_(std::exchange(targets, std::move(t))),
       previous_written_(std::exchange(targets_written, std::move(written))) {}
 GradientTargets::~GradientTargets() {
@@ -333,32 +333,7 @@ GradientTargets::~GradientTargets() {
 
 void gradient_written(const Invocation& inv, std::size_t input, const nd::NDArray& result) {
   if (targets_inv != &inv || input >= targets.size() || !targets_written) return;
-  if (!targets[input].is_none() && result.is(targets[input])) targets_written(input, 0, -1);
-}
-
-void gradient_rows_written(const Invocation& inv, std::size_t input, std::int64_t begin, std::int64_t end) {
-  if (targets_inv != &inv || input >= targets.size() || !targets_written || targets[input].is_none()) return;
-  targets_written(input, begin, end);
-}
-
-namespace {
-std::atomic<std::size_t> block_bytes{std::size_t{8} << 20};
-}  // namespace
-
-std::size_t gradient_block_bytes() { return block_bytes.load(std::memory_order_relaxed); }
-void set_gradient_block_bytes(std::size_t bytes) { block_bytes.store(bytes, std::memory_order_relaxed); }
-
-std::vector<std::int64_t> gradient_row_blocks(const Shape& shape, DType dt, Context ctx) {
-  const std::int64_t rows = shape.empty() ? 1 : shape[0];
-  const std::size_t cap = gradient_block_bytes();
-  const auto bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(dt);
-  if (!ctx.is_gpu() || shape.size() < 2 || cap == 0 || bytes <= cap || rows < 16) return {0, rows};
-  const auto blocks = static_cast<std::int64_t>((bytes + cap - 1) / cap);
-  const std::int64_t per_block = ((rows + blocks - 1) / blocks + 7) / 8 * 8;
-  std::vector<std::int64_t> bounds;
-  for (std::int64_t r = 0; r < rows; r += per_block) bounds.push_back(r);
-  bounds.push_back(rows);
-  return bounds;
+  if (!targets[input].is_none() && result.is(targets[input])) targets_written(input);
 }
 
 nd::NDArray gradient_target(const Invocation& inv, std::size_t input) {

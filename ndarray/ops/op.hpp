@@ -191,12 +191,11 @@ void run_kernel(const Invocation& inv, std::uint32_t settled_inputs = 0);
 nd::NDArray gradient_target(const Invocation& inv, std::size_t input);
 
 // Set by autograd around one gradient call: targets[i] for input i of inv (none: no offer), and
-// written(i, begin, end), called by gradient_written (rows 0 to -1: all of them) and
-// gradient_rows_written (may be empty).
-using GradientWritten = std::function<void(std::size_t input, std::int64_t begin, std::int64_t end)>;
+// written(i), called by gradient_written (may be empty).
 class GradientTargets {
  public:
-  GradientTargets(const Invocation* inv, std::vector<nd::NDArray> targets, GradientWritten written = {});
+  GradientTargets(const Invocation* inv, std::vector<nd::NDArray> targets,
+                  std::function<void(std::size_t)> written = {});
   ~GradientTargets();
   GradientTargets(const GradientTargets&) = delete;
   GradientTargets& operator=(const GradientTargets&) = delete;
@@ -204,29 +203,13 @@ class GradientTargets {
  private:
   const Invocation* previous_inv_;
   std::vector<nd::NDArray> previous_targets_;
-  GradientWritten previous_written_;
+  std::function<void(std::size_t)> previous_written_;
 };
 
 // For gradient functions, right after input i's gradient `result` is queued: when it went into
 // the buffer backward offered, tells backward that this variable's gradient is ready (listeners
 // may start its all-reduce while the op's other gradients are computed). gradient_into calls it.
 void gradient_written(const Invocation& inv, std::size_t input, const nd::NDArray& result);
-
-// Row blocks of a large gradient on a GPU. A gradient function may compute a weight's gradient a
-// block of rows at a time (FullyConnected does) and tell backward of each block as it is queued
-// (gradient_rows_written), so that a data-parallel Trainer starts the block's all-reduce while the
-// next block is computed (gluon/gradient_buckets.hpp, which splits its buckets the same way).
-// Boundaries {0, r1, ..., rows} of blocks of at most gradient_block_bytes() each, a multiple of 8
-// rows where there are more; {0, rows} on cpu(0), for arrays no larger than that or of fewer
-// than 2 dimensions, and where the setting is 0. Default 8 MiB: the 64 MiB weight gradient of a
-// 4096x4096 Dense layer comes in 8 blocks of 512 rows.
-std::vector<std::int64_t> gradient_row_blocks(const Shape& shape, DType dt, Context ctx);
-std::size_t gradient_block_bytes();
-void set_gradient_block_bytes(std::size_t bytes);
-// For gradient functions, right after rows [begin, end) of input i's gradient are queued into the
-// buffer backward offered (gradient_target): tells backward, as gradient_written does for all of
-// them. Call gradient_written too once the whole gradient is queued.
-void gradient_rows_written(const Invocation& inv, std::size_t input, std::int64_t begin, std::int64_t end);
 
 // While alive, the next invoke() on this thread computes its outputs into `outs` (MXNet's out=),
 // one per output (a none array: allocated as usual), where each given one has the output's shape,

@@ -17,8 +17,6 @@
 #include <gluon/trainer.hpp>
 #include <ndarray/collective.hpp>
 
-#include "ndarray/ops/op.hpp"
-
 namespace nd = mx::nd;
 namespace gluon = mx::gluon;
 namespace nn = mx::gluon::nn;
@@ -80,13 +78,6 @@ gluon::HyperParams sgd_with_buckets(double cap_mb) {
 }
 
 bool nccl_gpus() { return nd::built_with_nccl() && mx::num_gpus() >= 2; }
-
-// Sets op::gradient_block_bytes for a scope.
-struct BlockBytes {
-  std::size_t before = mx::op::gradient_block_bytes();
-  explicit BlockBytes(std::size_t bytes) { mx::op::set_gradient_block_bytes(bytes); }
-  ~BlockBytes() { mx::op::set_gradient_block_bytes(before); }
-};
 
 // Parameters of bucketed and unbucketed training: equal bit for bit over two GPUs, where every
 // sum is a + b whatever NCCL's grouping; over more, NCCL may add in another order when the tensors
@@ -169,24 +160,6 @@ BOOST_AUTO_TEST_CASE(buckets_take_the_parameters_in_reverse_order_up_to_the_cap,
   BOOST_TEST(gluon::Trainer(net.collect_params(), "sgd", sgd_with_buckets(25), "p2p").bucket_layout().empty());
 }
 
-// A gradient computed in blocks of rows is bucketed block by block, each closing its bucket; the
-// bias computed before its weight's blocks stays ahead of them. 2048-byte blocks: w0 (64x32, 8 KiB)
-// in 4 blocks of 16 rows, w1 (16x64, 4 KiB) in 2 of 8, w2 (4x16) whole.
-BOOST_AUTO_TEST_CASE(gradients_in_blocks_are_bucketed_block_by_block,
-                     *boost::unit_test::precondition(ndg_test::needs_gpus{2})) {
-  if (!nd::built_with_nccl()) return;
-  const BlockBytes blocks(2048);
-  nn::Sequential net = make_net({mx::gpu(0), mx::gpu(1)});
-  const std::vector<std::string> n = net.collect_params().keys();  // w0 b0 w1 b1 w2 b2
-  gluon::Trainer trainer(net.collect_params(), "sgd", sgd_with_buckets(0.004));
-  const std::vector<std::vector<std::string>> want = {
-      {n[5], n[4], n[3], n[2] + "[0:8]"}, {n[2] + "[8:16]"}, {n[1], n[0] + "[0:16]"},
-      {n[0] + "[16:32]"},                 {n[0] + "[32:48]"}, {n[0] + "[48:64]"}};
-  const std::vector<std::vector<std::string>> got = trainer.bucket_layout();
-  BOOST_REQUIRE_EQUAL(got.size(), want.size());
-  for (std::size_t b = 0; b < want.size(); ++b) BOOST_TEST(got[b] == want[b], tt::per_element());
-}
-
 BOOST_AUTO_TEST_CASE(gradients_are_the_sums_once_the_last_backward_returns,
                      *boost::unit_test::precondition(ndg_test::needs_gpus{2})) {
   if (!nccl_gpus()) return;
@@ -225,41 +198,37 @@ BOOST_AUTO_TEST_CASE(gradients_are_the_sums_once_the_last_backward_returns,
 // Steps through buckets and steps that sum everything after backward, side by side: equal (see
 // check_same), also for a backward run twice per context in a step (the second pass's gradients), for
 // parameters a step's backward does not reach (summed in step as they stand), and after the
-// parameters are re-initialised (the buckets are made again). Also with the weights' gradients
-// computed and bucketed in blocks of rows (op::gradient_row_blocks), as large ones are.
+// parameters are re-initialised (the buckets are made again).
 BOOST_AUTO_TEST_CASE(bucketed_steps_equal_steps_summed_after_backward_bit_for_bit,
                      *boost::unit_test::precondition(ndg_test::needs_gpus{2})) {
   if (!nccl_gpus()) return;
-  for (const std::size_t block_bytes : {mx::op::gradient_block_bytes(), std::size_t{2048}}) {
-    const BlockBytes blocks(block_bytes);
-    for (const std::vector<mx::Context>& gpus : gpu_sets()) {
-      BOOST_TEST_CONTEXT("on " << mx::to_string(gpus) << ", blocks of " << block_bytes << " bytes") {
-        nn::Sequential net = make_net(gpus), plain = make_net(gpus);
-        nn::Sequential extra = make_net(gpus, 9), plain_extra = make_net(gpus, 9);  // trained in some steps only
-        gluon::ParameterDict params = net.collect_params(), plain_params = plain.collect_params();
-        for (const auto& [name, param] : extra.collect_params()) params.add(param);
-        for (const auto& [name, param] : plain_extra.collect_params()) plain_params.add(param);
-        gluon::Trainer trainer(params, "sgd", sgd_with_buckets(0.004));
-        gluon::Trainer plain_trainer(plain_params, "sgd", sgd_with_buckets(0));
-        BOOST_TEST(trainer.bucket_layout().size() >= (block_bytes == 2048 ? 12u : 3u));
-        const std::int64_t n = 6 * static_cast<std::int64_t>(gpus.size());
-        for (unsigned step = 0; step < 12; ++step) {
-          if (step == 8) {  // new variables and gradient buffers: the Trainer buckets them again
-            for (auto* p : {&params, &plain_params}) p->initialize(mx::init::Constant(0.05), gpus, true);
-          }
-          const Batch batch = make_batch(n, 40 + step);
-          for (auto [model, other] : {std::pair{&net, &extra}, std::pair{&plain, &plain_extra}}) {
-            backward_on_each(*model, batch, gpus);
-            if (step % 3 == 1) backward_on_each(*model, make_batch(n, 90 + step), gpus);  // written again
-            if (step % 2 == 0) backward_on_each(*other, batch, gpus);  // else not reached this step
-          }
-          trainer.step(n);
-          plain_trainer.step(n);
+  for (const std::vector<mx::Context>& gpus : gpu_sets()) {
+    BOOST_TEST_CONTEXT("on " << mx::to_string(gpus)) {
+      nn::Sequential net = make_net(gpus), plain = make_net(gpus);
+      nn::Sequential extra = make_net(gpus, 9), plain_extra = make_net(gpus, 9);  // trained in some steps only
+      gluon::ParameterDict params = net.collect_params(), plain_params = plain.collect_params();
+      for (const auto& [name, param] : extra.collect_params()) params.add(param);
+      for (const auto& [name, param] : plain_extra.collect_params()) plain_params.add(param);
+      gluon::Trainer trainer(params, "sgd", sgd_with_buckets(0.004));
+      gluon::Trainer plain_trainer(plain_params, "sgd", sgd_with_buckets(0));
+      BOOST_TEST(trainer.bucket_layout().size() >= 3u);
+      const std::int64_t n = 6 * static_cast<std::int64_t>(gpus.size());
+      for (unsigned step = 0; step < 12; ++step) {
+        if (step == 8) {  // new variables and gradient buffers: the Trainer buckets them again
+          for (auto* p : {&params, &plain_params}) p->initialize(mx::init::Constant(0.05), gpus, true);
         }
-        for (mx::Context gpu : gpus) {
-          BOOST_TEST_CONTEXT("parameters on " << gpu.str()) {
-            check_same(values(params, gpu), values(plain_params, gpu), gpus.size());
-          }
+        const Batch batch = make_batch(n, 40 + step);
+        for (auto [model, other] : {std::pair{&net, &extra}, std::pair{&plain, &plain_extra}}) {
+          backward_on_each(*model, batch, gpus);
+          if (step % 3 == 1) backward_on_each(*model, make_batch(n, 90 + step), gpus);  // written again
+          if (step % 2 == 0) backward_on_each(*other, batch, gpus);  // else not reached this step
+        }
+        trainer.step(n);
+        plain_trainer.step(n);
+      }
+      for (mx::Context gpu : gpus) {
+        BOOST_TEST_CONTEXT("parameters on " << gpu.str()) {
+          check_same(values(params, gpu), values(plain_params, gpu), gpus.size());
         }
       }
     }

@@ -2,11 +2,9 @@
 // cpu(0)), the same gradients on each GPU against cpu(0) (float32), and the semantics of
 // record()/pause(), grad_req, head gradients, detach() and the errors.
 #include "test/support/boost_test.hpp"
-#include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -18,8 +16,6 @@
 #include <gluon/loss.hpp>
 #include <gluon/nn.hpp>
 #include <ndarray/ndarray.hpp>
-
-#include "ndarray/ops/op.hpp"
 
 namespace nd = mx::nd;
 namespace nn = mx::gluon::nn;
@@ -1097,91 +1093,6 @@ BOOST_AUTO_TEST_CASE(gradient_listeners_hear_each_final_gradient_once_weights_be
       nd::NDArray l = (net(x) * v).sum();
       BOOST_CHECK_NO_THROW(l.backward());
     }
-  });
-}
-
-namespace {
-
-// Sets op::gradient_block_bytes for a scope.
-struct BlockBytes {
-  std::size_t before = mx::op::gradient_block_bytes();
-  explicit BlockBytes(std::size_t bytes) { mx::op::set_gradient_block_bytes(bytes); }
-  ~BlockBytes() { mx::op::set_gradient_block_bytes(before); }
-};
-
-// What a listener hears, in order: (tag, begin, end), end -1 for the whole gradient.
-struct RowsRecorder final : ag::GradientListener {
-  std::vector<std::array<std::int64_t, 3>> heard;
-  void gradient_ready(std::int64_t tag) override { heard.push_back({tag, 0, -1}); }
-  void gradient_rows_ready(std::int64_t tag, std::int64_t begin, std::int64_t end) override {
-    heard.push_back({tag, begin, end});
-  }
-  void backward_end() override {}
-};
-
-}  // namespace
-
-BOOST_AUTO_TEST_CASE(gradient_row_blocks_split_large_gpu_gradients_into_blocks_of_8_rows) {
-  using mx::op::gradient_row_blocks;
-  using V = std::vector<std::int64_t>;
-  // The default 8 MiB: a 4096x4096 float32 weight in 8 blocks, a 4096x784 one in 2, 8 MiB in 1.
-  BOOST_TEST(gradient_row_blocks({4096, 4096}, mx::DType::float32, mx::gpu(0)) ==
-                 (V{0, 512, 1024, 1536, 2048, 2560, 3072, 3584, 4096}), tt::per_element());
-  BOOST_TEST(gradient_row_blocks({4096, 784}, mx::DType::float32, mx::gpu(0)) == (V{0, 2048, 4096}), tt::per_element());
-  BOOST_TEST(gradient_row_blocks({2048, 1024}, mx::DType::float32, mx::gpu(0)) == (V{0, 2048}), tt::per_element());
-  BOOST_TEST(gradient_row_blocks({4096, 4096}, mx::DType::float32, mx::cpu()) == (V{0, 4096}), tt::per_element());
-  BOOST_TEST(gradient_row_blocks({1 << 24}, mx::DType::float32, mx::gpu(0)) == (V{0, 1 << 24}), tt::per_element());
-  const BlockBytes small(2048);
-  // 10,240 bytes: 5 blocks of 8 rows; 4,160 bytes (rows of 104): 3 blocks of ceil(40/3) = 14, rounded up to 16.
-  BOOST_TEST(gradient_row_blocks({40, 64}, mx::DType::float32, mx::gpu(1)) == (V{0, 8, 16, 24, 32, 40}), tt::per_element());
-  BOOST_TEST(gradient_row_blocks({40, 26}, mx::DType::float32, mx::gpu(1)) == (V{0, 16, 32, 40}), tt::per_element());
-  mx::op::set_gradient_block_bytes(0);  // never in blocks
-  BOOST_TEST(gradient_row_blocks({4096, 4096}, mx::DType::float32, mx::gpu(0)) == (V{0, 4096}), tt::per_element());
-}
-
-// On a GPU a Dense weight's gradient larger than op::gradient_block_bytes() is computed a block of
-// rows at a time, the bias's before it; listeners hear of each block in row order as it is
-// queued, then of the whole. The gradients are the product's, as on cpu(0), where it is one piece.
-BOOST_AUTO_TEST_CASE(large_weight_gradients_are_told_block_by_block_on_a_gpu) {
-  const BlockBytes small(2048);  // the (40, 64) weight: 10,240 bytes, 5 blocks of 8 rows
-  std::mt19937 engine(5);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> xv(6 * 64), wv(40 * 64), bv(40), cv(6 * 40);
-  for (auto* v : {&xv, &wv, &bv, &cv}) {
-    for (float& e : *v) e = u(engine);
-  }
-  // l = sum(c * relu(x wᵀ + b)): g = c where the sum is positive, dw = gᵀ x, db = Σ rows g, dx = g w.
-  std::vector<double> dw(40 * 64, 0.0), db(40, 0.0), dx(6 * 64, 0.0);
-  for (int r = 0; r < 6; ++r) {
-    for (int o = 0; o < 40; ++o) {
-      double z = bv[o];
-      for (int k = 0; k < 64; ++k) z += double(xv[r * 64 + k]) * wv[o * 64 + k];
-      const double g = z > 0 ? cv[r * 40 + o] : 0.0;
-      db[o] += g;
-      for (int k = 0; k < 64; ++k) {
-        dw[o * 64 + k] += g * xv[r * 64 + k];
-        dx[r * 64 + k] += g * wv[o * 64 + k];
-      }
-    }
-  }
-  ndg_test::for_each_context([&](mx::Context ctx) {
-    nd::NDArray w = nd::array(wv, {40, 64}, ctx), b = nd::array(bv, {40}, ctx), x = nd::array(xv, {6, 64}, ctx);
-    for (nd::NDArray* v : {&w, &b, &x}) v->attach_grad();
-    auto recorder = std::make_shared<RowsRecorder>();
-    ag::add_gradient_listener(w, recorder, 0);
-    ag::add_gradient_listener(b, recorder, 1);
-    {
-      auto scope = ag::record();
-      nd::NDArray l = (nd::FullyConnected(x, w, b, 40, false, true, "relu") * nd::array(cv, {6, 40}, ctx)).sum();
-      l.backward();
-    }
-    using Heard = std::vector<std::array<std::int64_t, 3>>;
-    const Heard want = ctx.is_gpu() ? Heard{{1, 0, -1}, {0, 0, 8}, {0, 8, 16}, {0, 16, 24}, {0, 24, 32}, {0, 32, 40}, {0, 0, -1}}
-                                    : Heard{{0, 0, -1}, {1, 0, -1}};
-    BOOST_TEST((recorder->heard == want));
-    ndg_test::check_close(w.grad(), dw, 1e-5, 1e-5);
-    ndg_test::check_close(b.grad(), db, 1e-5, 1e-5);
-    ndg_test::check_close(x.grad(), dx, 1e-5, 1e-5);
   });
 }
 

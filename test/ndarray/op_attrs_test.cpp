@@ -129,7 +129,6 @@ std::map<std::string, std::vector<op::Params>> representatives() {
       {"Pooling", {avg, global, op::PoolingParams{}}},
       {"BatchNorm", {bn, op::BatchNormParams{}}},
       {"FullyConnected", {fc, fc7}},
-      {"_backward_FullyConnected_weight", {op::FullyConnectedWeightGradParams{true}, op::FullyConnectedWeightGradParams{false}}},
       {"Dropout", {op::DropoutParams{0.25, true}, op::DropoutParams{0.5, false}}},
       {"softmax", softmax},
       {"log_softmax", log_softmax},
