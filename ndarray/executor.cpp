@@ -401,8 +401,6 @@ std::vector<NDArray> Executor::run(const std::vector<NDArray>& feeds, const std:
     }
     return outputs;
   }
-  std::optional<TunedTeam> team;
-  if (ctx_.is_cpu()) team.emplace(team_);
   if (direct_feeds_) {
     last_feeds_.clear();
     with_feeds_in_place(dense_feeds, [&] { run_steps(); });

@@ -31,7 +31,6 @@
 
 #include "ndarray/array.hpp"
 #include "ndarray/graph.hpp"
-#include "ndarray/team_tuning.hpp"
 
 namespace mx {
 class CapturedWork;
@@ -97,8 +96,6 @@ class Executor {
   bool read_feeds_in_place() const { return !last_feeds_.empty(); }
   // Bytes of the planned buffers (the feeds' and the intermediates', not the bound arrays').
   std::size_t planned_bytes() const { return planned_bytes_; }
-  // cpu(0): the OpenMP team size the steps run with, once tuned (ndarray/team_tuning.hpp); 0 before.
-  int cpu_threads() const { return team_.chosen(); }
   // The steps a replay runs (kernels, fused runs counting once), once planned.
   std::size_t steps() const { return steps_.size(); }
   // How many times the graph was planned (a new bound array re-plans where a replay is captured;
@@ -167,7 +164,6 @@ class Executor {
   bool planned_ = false;
   std::size_t plans_ = 0;
   std::unique_ptr<CapturedWork> captured_;
-  TeamTuning team_;  // cpu(0): the threads the steps run with
 };
 
 // The backward pass of g (one head) for the variables `wrt`, traced once on the given values of

@@ -6,8 +6,6 @@
 #include "test/support/contexts.hpp"
 
 #include <algorithm>
-
-#include <omp.h>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -185,29 +183,6 @@ BOOST_AUTO_TEST_CASE(inputs_used_in_turn_are_read_in_place_from_their_second_rou
       }
     }
   });
-}
-
-// On cpu(0) a replay tunes the OpenMP team it runs with (ndarray/team_tuning.hpp): after a warm-up
-// run, 3 runs each with 8, 4 and 2 threads, then the fastest is kept (8 unless another is 5%
-// faster). Every run gives the op-by-op values bit for bit, and the caller's team size is as it
-// was after each.
-BOOST_AUTO_TEST_CASE(cpu_replays_tune_their_team_and_keep_the_values) {
-  const int before = omp_get_max_threads();
-  omp_set_num_threads(8);
-  const nd::NDArray w = random_array({256, 512}, mx::cpu(), 1);
-  const auto g = chain(random_array({64, 512}, mx::cpu(), 2), w);
-  graph::Executor exec(g, false, {"x"}, {random_array({64, 512}, mx::cpu(), 3)}, {"w"}, {w}, {});
-  for (unsigned run = 0; run < 12; ++run) {
-    BOOST_TEST_CONTEXT("run " << run) {
-      const nd::NDArray x = random_array({64, 512}, mx::cpu(), 10 + run);
-      const std::vector<double> want = graph::run(*g, {{"x", x}, {"w", w}}).at(0).asvector<double>();
-      check_close(exec.run({x}, {w}).at(0), want, 0, 0);
-      BOOST_TEST(omp_get_max_threads() == 8);
-      BOOST_TEST((exec.cpu_threads() == 0) == (run < 9));
-    }
-  }
-  BOOST_TEST((exec.cpu_threads() == 8 || exec.cpu_threads() == 4 || exec.cpu_threads() == 2));
-  omp_set_num_threads(before);
 }
 
 // New bound arrays given together are read where the old ones were, all at once: two arrays that
