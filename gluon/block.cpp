@@ -230,7 +230,8 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
   }
   core_->last_graph = cached->graph;
   const Context ctx = x.context();
-  const profiler::Range range(profiler::is_running() ? name() + " graph" : std::string());
+  const std::string label = profiler::is_running() ? name() + " graph" : std::string();
+  const profiler::Range range(label);
   const std::vector<nd::NDArray> bound = data_of(cached->params, ctx);
   // Recorded with nothing to differentiate (no input history, every parameter frozen): the result
   // is not recorded, as an eager call's would not be.

@@ -34,6 +34,9 @@ void reset();
 class Range {
  public:
   explicit Range(std::string_view name);
+  explicit Range(const char* name) : Range(std::string_view(name)) {}
+  // A temporary string would be gone before the range ends: name a variable that outlives it.
+  explicit Range(std::string&& name) = delete;
   ~Range();
   Range(const Range&) = delete;
   Range& operator=(const Range&) = delete;

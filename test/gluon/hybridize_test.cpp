@@ -6,6 +6,7 @@
 #include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 #include "test/support/files.hpp"
+#include "test/support/profile.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include <gluon/nn.hpp>
 #include <gluon/trainer.hpp>
 #include <ndarray/ndarray.hpp>
+#include <ndarray/profiler.hpp>
 
 namespace nd = mx::nd;
 namespace nn = mx::gluon::nn;
@@ -97,6 +99,29 @@ BOOST_AUTO_TEST_CASE(replays_the_eager_forward_and_gradients_on_every_context) {
     hybrid.hybridize(false);
     BOOST_TEST(!hybrid.is_hybridized());
     check_close(hybrid(x), eager(x).asvector<double>(), 1e-6, 1e-7);
+  });
+}
+
+// Under the profiler each replay is a row named after the block ("<name> graph"), in forward and
+// under record() alike.
+BOOST_AUTO_TEST_CASE(replays_are_profiled_under_the_blocks_name) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nn::Dense dense(3, "relu", true, 4);
+    dense.initialize(mx::init::Xavier(), ctx);
+    dense.hybridize();
+    const nd::NDArray x = nd::ones({2, 4}, ctx);
+    dense(x);  // traced
+    mx::profiler::reset();
+    mx::profiler::set_state("run");
+    dense(x);
+    {
+      auto recording = mx::autograd::record();
+      dense(x).backward();
+    }
+    mx::profiler::set_state("stop");
+    const std::string table = mx::profiler::dumps(true);
+    BOOST_TEST_INFO(table);
+    BOOST_TEST(ndg_test::profiler_calls(table, dense.name() + " graph") == 2);
   });
 }
 
