@@ -6,8 +6,9 @@
 //     trainer.step (SGD, lr 0.1). The data stay on the GPU.
 //   - Tiny add chain on gpu(0): a block whose forward is y = x + x, then 49 times y = y + x, on a
 //     (4,) array: microseconds per add, all host dispatch.
-//   - On cpu(0): the MLP forward at batch 64 and the training step (no peer). Without a GPU only
-//     these rows run.
+//   - On cpu(0): the MLP forward at batch 64, the training step (one batch, and 4 in turn) and a
+//     chain of 10 elementwise ops on 1M floats (no peer), each also eager against a second eager
+//     block, the host's spread. Without a GPU only these rows run.
 // Each hybridized row's "raw" column is the same case run eagerly, so ndgluon/raw is the speed-up
 // of hybridize (on the CPU, its target 1.0 says hybridized is never slower). Its PyTorch column
 // is the CUDA-graph replay, which includes copying the new input into the graph's static input
@@ -106,6 +107,25 @@ std::function<void()> training_step_call(mx::Context ctx, bool hybridized, int b
     l.backward();
     s->trainer.step(kStepBatch);
   };
+}
+
+// 10 elementwise ops of several kinds on one array (an activation block's arithmetic).
+class ElementwiseChain : public mx::gluon::Block {
+ public:
+  ElementwiseChain() : Block("elementwise_chain") {}
+  nd::NDArray forward(const nd::NDArray& x) override {
+    nd::NDArray y = x * 2.0 + 1.0;
+    y = (y.tanh() * x - 0.5).sigmoid() * 1.5 + x;
+    return y.relu() * y;
+  }
+};
+
+// A call of the chain on a static input of n floats on ctx.
+std::function<void()> elementwise_call(mx::Context ctx, std::int64_t n, bool hybridized) {
+  auto chain = std::make_shared<ElementwiseChain>();
+  if (hybridized) chain->hybridize(true, true, true);
+  const nd::NDArray x = nd::random::uniform(0, 1, {n}, ctx);
+  return [chain, x] { nd::NDArray y = (*chain)(x); };
 }
 
 // Seconds per add of the chain on ctx.
@@ -220,6 +240,8 @@ int main(int argc, char** argv) {
        [&](bool h) { return training_step_call(cpu0, h); }},
       {"cpu(0): training step, MLP 784-256-256-10, batch 256, SGD, 4 batches in turn", "us/step", 8,
        [&](bool h) { return training_step_call(cpu0, h, 4); }},
+      {"cpu(0): 10 elementwise ops on 1M floats", "us/call", 5,
+       [&](bool h) { return elementwise_call(cpu0, std::int64_t{1} << 20, h); }},
   };
   for (const CpuCase& c : cpu_cases) {
     const auto [eager, hybridized] = bench::paired_median_seconds(c.make(false), c.make(true), nd_sync, c.reps, kCpuTrials);
