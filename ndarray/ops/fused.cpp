@@ -3,6 +3,7 @@
 #include "ndarray/ops/fused.hpp"
 
 #include <algorithm>
+#include <type_traits>
 #include <unordered_map>
 
 #include "ndarray/ops/elementwise_kernels.hpp"
@@ -34,66 +35,62 @@ void each(float* r, int n, F f) {
   for (int i = 0; i < n; ++i) r[i] = f(i);
 }
 
+// fn(std::integral_constant<Op, op>{}) for the op given at run time: one dispatch.
+template <class Fn>
+void with_unary(UnaryOp op, Fn&& fn) {
+  switch (op) {
+#define NDG_FUSED_CASE(NAME, ...) \
+  case UnaryOp::NAME: return fn(std::integral_constant<UnaryOp, UnaryOp::NAME>{});
+    NDG_UNARY_OPS(NDG_FUSED_CASE)
+#undef NDG_FUSED_CASE
+    default: return;
+  }
+}
+template <class Fn>
+void with_binary(BinaryOp op, Fn&& fn) {
+  switch (op) {
+#define NDG_FUSED_CASE(NAME, ...) \
+  case BinaryOp::NAME: return fn(std::integral_constant<BinaryOp, BinaryOp::NAME>{});
+    NDG_BINARY_OPS(NDG_FUSED_CASE)
+#undef NDG_FUSED_CASE
+    default: return;
+  }
+}
+
 void fused_block(const FusedProgram& p, Slots& v, int n) {
   for (int j = 0; j < p.instrs; ++j) {
     const FusedInstr& in = p.code[j];
     float* r = v[p.inputs + j];
     const float *a = v[in.a], *b = v[in.b], *c = v[in.c];
-    const float k = in.constant;
-    const bool rev = in.reverse;
+    const auto unary = static_cast<UnaryOp>(in.op);
+    const auto binary = static_cast<BinaryOp>(in.op);
     switch (in.kind) {
       case FusedInstr::unary:
-        switch (static_cast<UnaryOp>(in.op)) {
-#define NDG_FUSED_CASE(NAME, ...) \
-  case UnaryOp::NAME: each(r, n, [&](int i) { return UnaryForward<UnaryOp::NAME>{}(a[i]); }); break;
-          NDG_UNARY_OPS(NDG_FUSED_CASE)
-#undef NDG_FUSED_CASE
-          default: break;
-        }
+        with_unary(unary, [&](auto op) {
+          each(r, n, [&](int i) { return UnaryForward<decltype(op)::value>{}(a[i]); });
+        });
         break;
       case FusedInstr::unary_backward:
-        switch (static_cast<UnaryOp>(in.op)) {
-#define NDG_FUSED_CASE(NAME, ...) \
-  case UnaryOp::NAME: each(r, n, [&](int i) { return UnaryBackward<UnaryOp::NAME>{}(a[i], b[i], c[i]); }); break;
-          NDG_UNARY_OPS(NDG_FUSED_CASE)
-#undef NDG_FUSED_CASE
-          default: break;
-        }
+        with_unary(unary, [&](auto op) {
+          each(r, n, [&](int i) { return UnaryBackward<decltype(op)::value>{}(a[i], b[i], c[i]); });
+        });
         break;
       case FusedInstr::binary:
-        switch (static_cast<BinaryOp>(in.op)) {
-#define NDG_FUSED_CASE(NAME, ...) \
-  case BinaryOp::NAME: each(r, n, [&](int i) { return BinaryForward<BinaryOp::NAME>{}(a[i], b[i]); }); break;
-          NDG_BINARY_OPS(NDG_FUSED_CASE)
-#undef NDG_FUSED_CASE
-          default: break;
-        }
+        with_binary(binary, [&](auto op) {
+          each(r, n, [&](int i) { return BinaryForward<decltype(op)::value>{}(a[i], b[i]); });
+        });
         break;
       case FusedInstr::scalar:
-        switch (static_cast<BinaryOp>(in.op)) {
-#define NDG_FUSED_CASE(NAME, ...)                                                        \
-  case BinaryOp::NAME: {                                                                 \
-    const ScalarForward<BinaryOp::NAME, float> f{k, rev};                                \
-    each(r, n, [&](int i) { return f(a[i]); });                                          \
-    break;                                                                               \
-  }
-          NDG_BINARY_OPS(NDG_FUSED_CASE)
-#undef NDG_FUSED_CASE
-          default: break;
-        }
+        with_binary(binary, [&](auto op) {
+          const ScalarForward<decltype(op)::value, float> f{in.constant, in.reverse};
+          each(r, n, [&](int i) { return f(a[i]); });
+        });
         break;
       case FusedInstr::scalar_backward:
-        switch (static_cast<BinaryOp>(in.op)) {
-#define NDG_FUSED_CASE(NAME, ...)                                                        \
-  case BinaryOp::NAME: {                                                                 \
-    const ScalarBackward<BinaryOp::NAME, float> f{k, rev};                               \
-    each(r, n, [&](int i) { return f(a[i], b[i], c[i]); });                              \
-    break;                                                                               \
-  }
-          NDG_BINARY_OPS(NDG_FUSED_CASE)
-#undef NDG_FUSED_CASE
-          default: break;
-        }
+        with_binary(binary, [&](auto op) {
+          const ScalarBackward<decltype(op)::value, float> f{in.constant, in.reverse};
+          each(r, n, [&](int i) { return f(a[i], b[i], c[i]); });
+        });
         break;
     }
   }
