@@ -318,30 +318,34 @@ BOOST_AUTO_TEST_CASE(every_fusable_op_matches_its_own_kernel_bit_for_bit) {
       }
       return out;
     };
-    const nd::NDArray x0 = random_array({5, 7}, ctx, 1), z0 = random_array({5, 7}, ctx, 2);
-    const auto g = std::make_shared<const graph::Graph>(graph::trace(body, {x0, z0}, {"x", "z"}, {}));
-    graph::Executor::Options fused;
-    fused.fuse = graph::Executor::Options::Fuse::always;
-    graph::Executor exec(g, false, {"x", "z"}, {x0, z0}, {}, {}, fused);
-    for (unsigned run = 0; run < 2; ++run) {
-      const nd::NDArray x = random_array({5, 7}, ctx, 10 + run), z = random_array({5, 7}, ctx, 20 + run);
-      const std::vector<nd::NDArray> want = graph::run(*g, {{"x", x}, {"z", z}});
-      const std::vector<nd::NDArray> got = exec.run({x, z}, {});
-      BOOST_TEST_REQUIRE(got.size() == want.size());
-      for (std::size_t h = 0; h < got.size(); ++h) {
-        BOOST_TEST_CONTEXT("run " << run << ", head " << h) {
-          const std::vector<float> a = got[h].asvector<float>(), b = want[h].asvector<float>();
-          // Bit patterns, so that NaN results (log of nothing here, but 0/0 may be) compare too.
-          for (std::size_t i = 0; i < a.size(); ++i) {
-            std::uint32_t ua, ub;
-            std::memcpy(&ua, &a[i], 4);
-            std::memcpy(&ub, &b[i], 4);
-            BOOST_TEST(ua == ub, "element " << i << ": " << a[i] << " vs " << b[i]);
+    // (5, 7): less than one of the CPU loop's blocks of 256; (61, 29): 6 blocks and 233 elements,
+    // over several threads.
+    for (const mx::Shape shape : {mx::Shape{5, 7}, mx::Shape{61, 29}}) {
+      const nd::NDArray x0 = random_array(shape, ctx, 1), z0 = random_array(shape, ctx, 2);
+      const auto g = std::make_shared<const graph::Graph>(graph::trace(body, {x0, z0}, {"x", "z"}, {}));
+      graph::Executor::Options fused;
+      fused.fuse = graph::Executor::Options::Fuse::always;
+      graph::Executor exec(g, false, {"x", "z"}, {x0, z0}, {}, {}, fused);
+      for (unsigned run = 0; run < 2; ++run) {
+        const nd::NDArray x = random_array(shape, ctx, 10 + run), z = random_array(shape, ctx, 20 + run);
+        const std::vector<nd::NDArray> want = graph::run(*g, {{"x", x}, {"z", z}});
+        const std::vector<nd::NDArray> got = exec.run({x, z}, {});
+        BOOST_TEST_REQUIRE(got.size() == want.size());
+        for (std::size_t h = 0; h < got.size(); ++h) {
+          BOOST_TEST_CONTEXT("shape " << shape << ", run " << run << ", head " << h) {
+            const std::vector<float> a = got[h].asvector<float>(), b = want[h].asvector<float>();
+            // Bit patterns, so that NaN results (log of nothing here, but 0/0 may be) compare too.
+            for (std::size_t i = 0; i < a.size(); ++i) {
+              std::uint32_t ua, ub;
+              std::memcpy(&ua, &a[i], 4);
+              std::memcpy(&ub, &b[i], 4);
+              BOOST_TEST(ua == ub, "element " << i << ": " << a[i] << " vs " << b[i]);
+            }
           }
         }
       }
+      BOOST_TEST(exec.steps() < g->nodes.size() / 4);  // fused, not op by op
     }
-    BOOST_TEST(exec.steps() < g->nodes.size() / 4);  // fused, not op by op
   });
 }
 
