@@ -81,6 +81,9 @@ struct CachedGraph {
 struct Block::Core {
   std::string prefix;
   bool hybridized = false, static_shape = false;
+  // The traced signatures' graphs, the most recently used last; at most kMaxGraphs (each holds its
+  // planned buffers), the least recently used dropped first.
+  static constexpr std::size_t kMaxGraphs = 64;
   std::vector<std::pair<Signature, std::shared_ptr<CachedGraph>>> graphs;
   std::shared_ptr<const graph::Graph> last_graph;
   std::vector<std::pair<std::string, Parameter>> params;                 // short name -> parameter
@@ -127,6 +130,11 @@ void Block::hybridize(bool active, bool /*static_alloc*/, bool static_shape) {
 }
 
 bool Block::is_hybridized() const { return core_->hybridized; }
+
+std::size_t Block::traced_graphs() const {
+  const std::lock_guard lock(core_->mutex);
+  return core_->graphs.size();
+}
 
 void Block::cast(DType dtype) {
   {
@@ -214,8 +222,12 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
     for (std::size_t i = 0; recording && i < it->second->params.size(); ++i) {
       same = same && (it->second->params[i].grad_req() != "null") == it->second->in_wrt[i];
     }
-    if (same) cached = it->second;
-    else core_->graphs.erase(it);
+    if (same) {
+      cached = it->second;
+      std::rotate(it, it + 1, core_->graphs.end());  // now the most recently used
+    } else {
+      core_->graphs.erase(it);
+    }
     break;
   }
   if (!cached) {
@@ -226,6 +238,7 @@ nd::NDArray Block::call_graph(const nd::NDArray& x) {
       }
     }
     cached = trace_forward(x, signature.recording, signature.input_grad);
+    if (core_->graphs.size() == Core::kMaxGraphs) core_->graphs.erase(core_->graphs.begin());
     core_->graphs.emplace_back(signature, cached);
   }
   core_->last_graph = cached->graph;

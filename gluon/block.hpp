@@ -17,6 +17,7 @@
 //    private:
 //     nn::Dense hidden_, out_;
 //   };
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <typeinfo>
@@ -59,8 +60,13 @@ class Block {
   // eager calls. Memory is always planned statically; static_alloc is accepted for MXNet's
   // signature. A call that records nothing returns a buffer of the plan itself (no copy) when
   // nobody holds the one it returned last: a held result is never overwritten by a later call.
+  // The graphs of up to 64 signatures are kept, the least recently used dropped first (traced
+  // again if its signature comes back), so that inputs of ever new shapes do not hold memory
+  // without bound.
   void hybridize(bool active = true, bool static_alloc = false, bool static_shape = false);
   bool is_hybridized() const;
+  // How many signatures' graphs are kept now.
+  std::size_t traced_graphs() const;
   // MXNet's HybridBlock.export (`export` is a C++ keyword): writes path-symbol.json (MXNet's symbol
   // JSON of the last traced graph) and path-EPOCH.params (MXNet's NDArray file, keys "arg:NAME" for
   // parameters and "aux:NAME" for running statistics), which SymbolBlock::imports and MXNet load.

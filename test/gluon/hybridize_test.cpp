@@ -125,6 +125,42 @@ BOOST_AUTO_TEST_CASE(replays_are_profiled_under_the_blocks_name) {
   });
 }
 
+// Each input shape traces a graph of its own; 64 are kept, the least recently used dropped first
+// and traced again when its shape comes back, with the eager values every time. hybridize()
+// drops them all.
+BOOST_AUTO_TEST_CASE(at_most_64_graphs_are_kept_the_least_recently_used_dropped) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nn::Dense dense(3, "tanh", true, 4);
+    dense.initialize(mx::init::Xavier(), ctx);
+    const auto eager = [&](const nd::NDArray& x) {
+      dense.hybridize(false);
+      const std::vector<double> y = dense(x).asvector<double>();
+      return y;
+    };
+    std::vector<nd::NDArray> inputs;
+    std::vector<std::vector<double>> want;
+    for (std::int64_t rows = 1; rows <= 70; ++rows) {
+      inputs.push_back(nd::random::uniform(-1, 1, {rows, 4}, ctx));
+      want.push_back(eager(inputs.back()));
+    }
+    dense.hybridize();
+    BOOST_TEST(dense.traced_graphs() == 0u);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (i == 10) dense(inputs[0]);  // batch 1 used again: not the least recently used any more
+      ndg_test::check_close(dense(inputs[i]), want[i], 0, 0);
+    }
+    BOOST_TEST(dense.traced_graphs() == 64u);
+    // 70 shapes, 6 dropped: batches 2..7 (batch 1 was used again in between). Kept and dropped give
+    // the eager values, and the count stays.
+    for (const std::size_t i : {std::size_t{0}, std::size_t{69}, std::size_t{1}, std::size_t{5}}) {
+      ndg_test::check_close(dense(inputs[i]), want[i], 0, 0);
+    }
+    BOOST_TEST(dense.traced_graphs() == 64u);
+    dense.hybridize();
+    BOOST_TEST(dense.traced_graphs() == 0u);
+  });
+}
+
 BOOST_AUTO_TEST_CASE(static_shape_rejects_another_signature) {
   nn::Sequential net = small_net();
   net.initialize(mx::init::Xavier());
