@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "ndarray/ops/elementwise_kernels.hpp"
-#include "ndarray/ops/fused_kernels.hpp"
+#include "ndarray/ops/elementwise_functors.hpp"
 #include "ndarray/ops/parallel.hpp"
 
 namespace mx::op {

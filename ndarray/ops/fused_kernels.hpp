@@ -1,6 +1,7 @@
 #pragma once
-// One element of a fused elementwise program (ndarray/ops/fused.hpp), for the CPU loop and the
-// CUDA kernel alike: each instruction calls the functor of the op it stands for. Internal.
+// One element of a fused elementwise program (ndarray/ops/fused.hpp), for the CUDA kernel: each
+// instruction calls the functor of the op it stands for (the CPU loop in ndarray/ops/fused.cpp
+// runs the same functors a block of elements at a time). Internal.
 #include "ndarray/ops/elementwise_functors.hpp"
 #include "ndarray/ops/fused.hpp"
 
