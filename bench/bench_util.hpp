@@ -33,10 +33,14 @@ double median_seconds(Fn&& fn, Sync&& sync, int reps, int trials = 5) {
 // b, a, a, b, ...), so that a drift of the machine's speed during the run (other tenants, clocks)
 // moves both alike instead of the one measured second, and neither is always the one that runs
 // right after the other.
+// `warm` untimed calls open every trial (for two modes of one object that must settle after each
+// switch).
 template <class FnA, class FnB, class Sync>
-std::pair<double, double> paired_median_seconds(FnA&& a, FnB&& b, Sync&& sync, int reps, int trials = 9) {
+std::pair<double, double> paired_median_seconds(FnA&& a, FnB&& b, Sync&& sync, int reps, int trials = 9,
+                                                int warm = 0) {
   std::vector<double> times_a, times_b;
   const auto trial = [&](auto& fn, std::vector<double>& times, bool keep) {
+    for (int w = 0; w < warm; ++w) fn();
     sync();
     const auto start = std::chrono::steady_clock::now();
     for (int r = 0; r < reps; ++r) fn();

@@ -7,8 +7,8 @@
 //   - Tiny add chain on gpu(0): a block whose forward is y = x + x, then 49 times y = y + x, on a
 //     (4,) array: microseconds per add, all host dispatch.
 //   - On cpu(0): the MLP forward at batch 64, the training step (one batch, and 4 in turn) and a
-//     chain of 10 elementwise ops on 1M floats (no peer), each also eager against a second eager
-//     block, the host's spread. Without a GPU only these rows run.
+//     chain of 10 elementwise ops on 1M floats (no peer), both modes on one block, each also eager
+//     against itself, the host's spread. Without a GPU only these rows run.
 // Each hybridized row's "raw" column is the same case run eagerly, so ndgluon/raw is the speed-up
 // of hybridize (on the CPU, its target 1.0 says hybridized is never slower). Its PyTorch column
 // is the CUDA-graph replay, which includes copying the new input into the graph's static input
@@ -61,11 +61,13 @@ class AddChain : public mx::gluon::Block {
   }
 };
 
-// A call of the MLP forward on a (batch, 784) input on ctx, with its net and inputs: the same
-// array every call (inputs 1: a static input, which a hybridized replay reads in place), or the
-// next of `inputs` arrays in turn (each copied into the graph's input). The first call traces.
-std::function<void()> forward_call(mx::Context ctx, std::int64_t batch, bool hybridized, int inputs = 1) {
-  auto net = std::make_shared<nn::Sequential>(mlp(ctx, hybridized));
+using SharedMlp = std::shared_ptr<nn::Sequential>;
+SharedMlp shared_mlp(mx::Context ctx, bool hybridized) { return std::make_shared<nn::Sequential>(mlp(ctx, hybridized)); }
+
+// A call of net's forward on a (batch, 784) input on ctx: the same array every call (inputs 1: a
+// static input, which a hybridized replay reads in place), or the next of `inputs` arrays in turn
+// (each copied into the graph's input). The first call traces.
+std::function<void()> forward_call(SharedMlp net, mx::Context ctx, std::int64_t batch, int inputs = 1) {
   std::vector<nd::NDArray> xs;
   for (int i = 0; i < inputs; ++i) xs.push_back(nd::random::uniform(0, 1, {batch, 784}, ctx));
   auto next = std::make_shared<std::size_t>(0);
@@ -75,10 +77,10 @@ std::function<void()> forward_call(mx::Context ctx, std::int64_t batch, bool hyb
   };
 }
 
-// A training step (batch kStepBatch, SGD lr 0.1) on ctx with its net, trainer and data; the same
+// A training step of net (batch kStepBatch, SGD lr 0.1) on ctx with its trainer and data; the same
 // code for both modes. With `batches` > 1 each step takes the next of that many input batches, as
 // a loop over a data set does.
-std::function<void()> training_step_call(mx::Context ctx, bool hybridized, int batches = 1) {
+std::function<void()> training_step_call(const SharedMlp& net, mx::Context ctx, int batches = 1) {
   struct Step {
     nn::Sequential net;
     mx::gluon::Trainer trainer;
@@ -87,10 +89,9 @@ std::function<void()> training_step_call(mx::Context ctx, bool hybridized, int b
     std::vector<nd::NDArray> xs{};
     std::size_t next = 0;
   };
-  nn::Sequential net = mlp(ctx, hybridized);
-  mx::gluon::Trainer trainer(net.collect_params(), "sgd", {{"learning_rate", 0.1}});
+  mx::gluon::Trainer trainer(net->collect_params(), "sgd", {{"learning_rate", 0.1}});
   // Labels 0..9: uniform in [0, 9.99), truncated.
-  auto s = std::make_shared<Step>(Step{std::move(net), std::move(trainer), mx::gluon::loss::SoftmaxCrossEntropyLoss(),
+  auto s = std::make_shared<Step>(Step{*net, std::move(trainer), mx::gluon::loss::SoftmaxCrossEntropyLoss(),
                                        nd::random::uniform(0, 1, {kStepBatch, 784}, ctx),
                                        nd::random::uniform(0, 9.99, {kStepBatch}, ctx)
                                            .astype(mx::DType::int32)
@@ -121,9 +122,7 @@ class ElementwiseChain : public mx::gluon::Block {
 };
 
 // A call of the chain on a static input of n floats on ctx.
-std::function<void()> elementwise_call(mx::Context ctx, std::int64_t n, bool hybridized) {
-  auto chain = std::make_shared<ElementwiseChain>();
-  if (hybridized) chain->hybridize(true, true, true);
+std::function<void()> elementwise_call(std::shared_ptr<ElementwiseChain> chain, mx::Context ctx, std::int64_t n) {
   const nd::NDArray x = nd::random::uniform(0, 1, {n}, ctx);
   return [chain, x] { nd::NDArray y = (*chain)(x); };
 }
@@ -187,12 +186,13 @@ int main(int argc, char** argv) {
       const std::string name = "MLP 784-256-256-10 forward, batch " + std::to_string(batch);
       const std::string key = "mlp" + std::to_string(batch);
       const auto [eager, hybridized] =
-          bench::paired_median_seconds(forward_call(gpu0, batch, false), forward_call(gpu0, batch, true), nd_sync, 1000);
+          bench::paired_median_seconds(forward_call(shared_mlp(gpu0, false), gpu0, batch),
+                                       forward_call(shared_mlp(gpu0, true), gpu0, batch), nd_sync, 1000);
       add_case(rows, name + ", static input", "us/forward", key + "_static", eager, hybridized, batch == 1 ? 6.0 : 0.0);
       if (batch == 1) {
         // Which side sets the pace of a replay: the host's part alone is 200 calls queued without
         // waiting (the GPU's queue holds them), timed up to the last call's return.
-        const auto call = forward_call(gpu0, batch, true);
+        const auto call = forward_call(shared_mlp(gpu0, true), gpu0, batch);
         std::vector<double> host;
         for (int t = 0; t <= 9; ++t) {  // trial 0 warms up
           nd_sync();
@@ -208,12 +208,14 @@ int main(int argc, char** argv) {
                     host[host.size() / 2] * 1e6, hybridized * 1e6);
       }
       const auto [eager8, hybridized8] =
-          bench::paired_median_seconds(forward_call(gpu0, batch, false, 8), forward_call(gpu0, batch, true, 8), nd_sync, 1000);
+          bench::paired_median_seconds(forward_call(shared_mlp(gpu0, false), gpu0, batch, 8),
+                                       forward_call(shared_mlp(gpu0, true), gpu0, batch, 8), nd_sync, 1000);
       add_case(rows, name + ", 8 inputs in turn", "us/forward", key, eager8, hybridized8, batch == 1 ? 6.0 : 0.0);
     }
     {
       const auto [eager, hybridized] =
-          bench::paired_median_seconds(training_step_call(gpu0, false), training_step_call(gpu0, true), nd_sync, 200);
+          bench::paired_median_seconds(training_step_call(shared_mlp(gpu0, false), gpu0),
+                                       training_step_call(shared_mlp(gpu0, true), gpu0), nd_sync, 200);
       add_case(rows, "training step, MLP 784-256-256-10, batch 256, SGD", "us/step", "step256", eager, hybridized, 100.0);
     }
     {
@@ -223,32 +225,47 @@ int main(int argc, char** argv) {
     }
   }
   // cpu(0): the two modes run the same GEMMs and differ by a few percent at most, less than a
-  // many-core host's spread between trials, so many short trials in turn. Each case is also timed
-  // eager against a second eager net (the same work): how far apart two runs of the same code
-  // land on this host, the resolution of the hybridized/eager ratio.
+  // many-core host's spread between trials, so many short trials in turn. Both modes run one block
+  // with its parameters and inputs, switching mode at each trial (its first call, untimed, traces
+  // again): two blocks hold their weights and buffers at different addresses, which alone moved
+  // these cases by up to 10% on a 16-core host (two eager blocks doing the same work: 0.965-1.107).
+  // Each case is also timed eager against itself, how far apart two runs of the same code land on
+  // this host: the resolution of the hybridized/eager ratio.
   constexpr int kCpuTrials = 41;
   struct CpuCase {
     const char* name;
     const char* metric;
     int reps;
-    std::function<std::function<void()>(bool)> make;
+    std::shared_ptr<mx::gluon::Block> block;
+    std::function<void()> call;
   };
+  const auto mlp_forward = shared_mlp(cpu0, false), mlp_step = shared_mlp(cpu0, false),
+             mlp_steps = shared_mlp(cpu0, false);
+  const auto chain = std::make_shared<ElementwiseChain>();
   const std::vector<CpuCase> cpu_cases = {
-      {"cpu(0): MLP 784-256-256-10 forward, batch 64", "us/forward", 50,
-       [&](bool h) { return forward_call(cpu0, 64, h); }},
-      {"cpu(0): training step, MLP 784-256-256-10, batch 256, SGD", "us/step", 5,
-       [&](bool h) { return training_step_call(cpu0, h); }},
-      {"cpu(0): training step, MLP 784-256-256-10, batch 256, SGD, 4 batches in turn", "us/step", 8,
-       [&](bool h) { return training_step_call(cpu0, h, 4); }},
-      {"cpu(0): 10 elementwise ops on 1M floats", "us/call", 5,
-       [&](bool h) { return elementwise_call(cpu0, std::int64_t{1} << 20, h); }},
+      {"cpu(0): MLP 784-256-256-10 forward, batch 64", "us/forward", 50, mlp_forward,
+       forward_call(mlp_forward, cpu0, 64)},
+      {"cpu(0): training step, MLP 784-256-256-10, batch 256, SGD", "us/step", 5, mlp_step,
+       training_step_call(mlp_step, cpu0)},
+      {"cpu(0): training step, MLP 784-256-256-10, batch 256, SGD, 4 batches in turn", "us/step", 8, mlp_steps,
+       training_step_call(mlp_steps, cpu0, 4)},
+      {"cpu(0): 10 elementwise ops on 1M floats", "us/call", 5, chain,
+       elementwise_call(chain, cpu0, std::int64_t{1} << 20)},
   };
   for (const CpuCase& c : cpu_cases) {
-    const auto [eager, hybridized] = bench::paired_median_seconds(c.make(false), c.make(true), nd_sync, c.reps, kCpuTrials);
+    const auto in_mode = [&c](bool hybridized) {
+      return [&c, hybridized] {
+        if (c.block->is_hybridized() != hybridized) c.block->hybridize(hybridized, true, true);
+        c.call();
+      };
+    };
+    constexpr int kWarm = 2;  // a trace, then a replay that finds its buffers free
+    const auto [eager, hybridized] =
+        bench::paired_median_seconds(in_mode(false), in_mode(true), nd_sync, c.reps, kCpuTrials, kWarm);
     add_case(rows, c.name, c.metric, "", eager, hybridized);
-    const auto [first, second] = bench::paired_median_seconds(c.make(false), c.make(false), nd_sync, c.reps, kCpuTrials);
-    std::printf("%s: a second eager net vs the first %.3fx (the same work: this host's spread)\n", c.name,
-                first / second);
+    const auto [first, second] =
+        bench::paired_median_seconds(in_mode(false), in_mode(false), nd_sync, c.reps, kCpuTrials, kWarm);
+    std::printf("%s: eager against itself %.3fx (this host's spread)\n", c.name, first / second);
   }
 
   if (have_gpu) bench::attach_peer(rows, bench::run_peer("python3 " + peer_script + " hybridize"));
