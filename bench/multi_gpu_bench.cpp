@@ -171,10 +171,13 @@ int main(int argc, char** argv) {
   for (int d = 0; d < gpus; ++d) copies.push_back(nd::zeros({static_cast<std::int64_t>(count)}, mx::gpu(d)));
   const double t_raw = raw_all_reduce_seconds(gpus, count);
   std::vector<bench::Row> rows;
-  for (auto [name, algo] : {std::pair{"nccl", nd::ReduceAlgo::nccl}, std::pair{"peer copies", nd::ReduceAlgo::peer}}) {
+  for (auto [name, algo] : {std::pair{"nccl", nd::ReduceAlgo::nccl}, std::pair{"automatic", nd::ReduceAlgo::automatic},
+                            std::pair{"peer copies", nd::ReduceAlgo::peer}}) {
     const double t = bench::median_seconds([&] { nd::all_reduce({copies}, algo); }, [] { nd::waitall(); }, 10);
     bench::Row row;
-    row.name = "all_reduce 256 MiB float32 over " + std::to_string(gpus) + " GPUs, " + name + " (vs raw ncclAllReduce)";
+    const bool engines = algo == nd::ReduceAlgo::automatic && nd::overlap::copy_engines(first_gpus(gpus));
+    row.name = "all_reduce 256 MiB float32 over " + std::to_string(gpus) + " GPUs, " + name +
+               (engines ? ": copy engines" : algo == nd::ReduceAlgo::automatic ? ": nccl" : "") + " (vs raw ncclAllReduce)";
     row.metric = "bus GB/s";
     row.work = bytes * bus_factor;
     row.ndgluon = row.from_seconds(t);

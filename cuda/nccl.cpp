@@ -22,6 +22,7 @@
 #include "cuda/check.hpp"
 #include "cuda/device.hpp"
 #include "cuda/device_guard.hpp"
+#include "cuda/peer_reduce.hpp"
 #include "ndarray/backend.hpp"
 
 namespace mx {
@@ -306,24 +307,19 @@ class NcclCollectives final : public Collectives {
   }
   void shutdown_world() override { world().shutdown(); }
 
-  void all_reduce_sum(const std::vector<int>& devices, const std::vector<AllReduceItem>& items, int slot) override {
+  void all_reduce_sum(const std::vector<int>& devices, const std::vector<AllReduceItem>& items, int slot,
+                      bool copy_engines) override {
     for (const AllReduceItem& item : items) nccl_type(item.dtype);  // refuse before anything is queued
     // One thread at a time: a clique's group launches must not interleave across host threads.
     std::lock_guard lock(mutex_);
-    const std::vector<ncclComm_t>& ranks = comms(devices);
-    const std::vector<cudaStream_t> streams = streams_for(devices, slot);
-    check_nccl(ncclGroupStart(), "ncclGroupStart");
-    ncclResult_t first_error = ncclSuccess;
-    for (const AllReduceItem& item : items) {
-      for (std::size_t r = 0; r < devices.size() && first_error == ncclSuccess; ++r) {
-        cuda::device(devices[r]).set_last_op("all_reduce");
-        first_error = ncclAllReduce(item.buffers[r], item.buffers[r], static_cast<std::size_t>(item.count),
-                                    nccl_type(item.dtype), ncclSum, ranks[r], streams[r]);
-      }
+    // The items of each dtype that the copy engines sum; NCCL sums the others.
+    std::vector<AllReduceItem> rest;
+    std::map<DType, std::vector<AllReduceItem>> by_dtype;
+    for (const AllReduceItem& item : items) (copy_engines ? by_dtype[item.dtype] : rest).push_back(item);
+    for (auto& [dtype, group] : by_dtype) {
+      if (!cuda::copy_engine_all_reduce(devices, group, slot)) rest.insert(rest.end(), group.begin(), group.end());
     }
-    const ncclResult_t end = ncclGroupEnd();  // always closes the group, even after an error
-    check_nccl(first_error, "ncclAllReduce over " + device_list(devices));
-    check_nccl(end, "ncclGroupEnd (all_reduce over " + device_list(devices) + ")");
+    if (!rest.empty()) sum_by_nccl(devices, rest, slot);
     queued_on(devices, slot);
   }
 
@@ -339,10 +335,29 @@ class NcclCollectives final : public Collectives {
     cliques_.clear();
   }
 
+  bool copy_engines_reach(const std::vector<int>& devices) override { return cuda::copy_engines_reach(devices); }
   void mark(int device, int slot) override { cuda::device(device).mark(slot); }
   void join(int device) override { cuda::device(device).join_comm(); }
 
  private:
+  // The items through NCCL, one fused launch.
+  void sum_by_nccl(const std::vector<int>& devices, const std::vector<AllReduceItem>& items, int slot) {
+    const std::vector<ncclComm_t>& ranks = comms(devices);
+    const std::vector<cudaStream_t> streams = streams_for(devices, slot);
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    ncclResult_t first_error = ncclSuccess;
+    for (const AllReduceItem& item : items) {
+      for (std::size_t r = 0; r < devices.size() && first_error == ncclSuccess; ++r) {
+        cuda::device(devices[r]).set_last_op("all_reduce");
+        first_error = ncclAllReduce(item.buffers[r], item.buffers[r], static_cast<std::size_t>(item.count),
+                                    nccl_type(item.dtype), ncclSum, ranks[r], streams[r]);
+      }
+    }
+    const ncclResult_t end = ncclGroupEnd();  // always closes the group, even after an error
+    check_nccl(first_error, "ncclAllReduce over " + device_list(devices));
+    check_nccl(end, "ncclGroupEnd (all_reduce over " + device_list(devices) + ")");
+  }
+
   std::mutex mutex_;
   std::map<std::vector<int>, std::vector<ncclComm_t>> cliques_;  // until release_local
 

@@ -10,15 +10,18 @@
 namespace mx::gluon {
 
 std::shared_ptr<GradientBuckets> GradientBuckets::make(std::vector<Param> params, std::vector<Context> contexts,
-                                                       std::size_t cap_bytes, bool dist) {
-  std::shared_ptr<GradientBuckets> buckets(new GradientBuckets(std::move(params), std::move(contexts), cap_bytes, dist));
+                                                       std::size_t cap_bytes, bool dist, nd::ReduceAlgo algo) {
+  std::shared_ptr<GradientBuckets> buckets(
+      new GradientBuckets(std::move(params), std::move(contexts), cap_bytes, dist, algo));
   buckets->listen();
   return buckets;
 }
 
 GradientBuckets::GradientBuckets(std::vector<Param> params, std::vector<Context> contexts, std::size_t cap_bytes,
-                                 bool dist)
-    : contexts_(std::move(contexts)), dist_(dist) {
+                                 bool dist, nd::ReduceAlgo algo)
+    : contexts_(std::move(contexts)), dist_(dist), algo_(algo),
+      on_copy_engines_((!dist || dist::world_size() == 1) && algo == nd::ReduceAlgo::automatic &&
+                       nd::overlap::copy_engines(contexts_)) {
   for (Param& p : params) entries_.push_back({std::move(p), 0, std::vector<char>(contexts_.size(), 0), false});
   // Reverse order; a bucket closes once it holds its cap (the first: at most kFirstBucketBytes).
   const std::size_t first_cap = std::min(cap_bytes, kFirstBucketBytes);
@@ -104,7 +107,7 @@ void GradientBuckets::sum(const std::vector<std::size_t>& entries, int slot) {
   std::vector<std::vector<nd::NDArray>> groups;
   for (std::size_t i : entries) groups.push_back(entries_[i].param.grads);
   if (dist_) dist::all_reduce_overlapped(groups, slot);
-  else nd::overlap::all_reduce(groups, slot);
+  else nd::overlap::all_reduce(groups, slot, algo_);
   launched_ = true;
 }
 

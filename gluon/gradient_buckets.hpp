@@ -30,6 +30,7 @@
 #include "context/context.hpp"
 #include "ndarray/array.hpp"
 #include "ndarray/autograd.hpp"
+#include "ndarray/collective.hpp"
 
 namespace mx::gluon {
 
@@ -43,9 +44,11 @@ class GradientBuckets final : public autograd::GradientListener,
   };
   static constexpr std::size_t kFirstBucketBytes = std::size_t{1} << 20;
 
-  // params in the dict's order, all on `contexts`; across processes when dist.
+  // params in the dict's order, all on `contexts`; across processes when dist, else summed by
+  // `algo` (automatic or nccl).
   static std::shared_ptr<GradientBuckets> make(std::vector<Param> params, std::vector<Context> contexts,
-                                               std::size_t cap_bytes, bool dist);
+                                               std::size_t cap_bytes, bool dist,
+                                               nd::ReduceAlgo algo = nd::ReduceAlgo::automatic);
 
   // Whether these are the buckets' parameters, variables and gradient buffers (else make new ones).
   bool holds(const std::vector<Param>& params) const;
@@ -62,6 +65,9 @@ class GradientBuckets final : public autograd::GradientListener,
 
   void gradient_ready(std::int64_t tag) override;
   void backward_end() override;
+  // Where the sums run on the copy engines (one process's GPUs with peer access, algo automatic):
+  // they take no SMs, so a parameter's gradient is best computed before its op's others.
+  bool wants_gradient_early() const override { return on_copy_engines_; }
 
  private:
   struct Entry {
@@ -76,7 +82,8 @@ class GradientBuckets final : public autograd::GradientListener,
     std::size_t complete_contexts = 0;
   };
 
-  GradientBuckets(std::vector<Param> params, std::vector<Context> contexts, std::size_t cap_bytes, bool dist);
+  GradientBuckets(std::vector<Param> params, std::vector<Context> contexts, std::size_t cap_bytes, bool dist,
+                  nd::ReduceAlgo algo);
   void launch(std::size_t bucket);
   void sum(const std::vector<std::size_t>& entries, int slot);
   void reset();
@@ -85,6 +92,8 @@ class GradientBuckets final : public autograd::GradientListener,
   std::vector<Bucket> buckets_;
   std::vector<Context> contexts_;
   bool dist_;
+  nd::ReduceAlgo algo_;
+  bool on_copy_engines_;
   bool launched_ = false;  // a sum was started since the streams last waited
 };
 

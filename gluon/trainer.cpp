@@ -129,12 +129,18 @@ void Trainer::prepare_buckets() {
     if (ctxs != contexts) continue;  // on other GPUs than the first: summed in step
     bucketed.push_back({name, param.list_data(), std::move(grads)});
   }
-  // Note [gradient buckets]: a process that drives several GPUs sums after backward unless asked.
-  if (contexts.size() > 1 && !bucket_cap_given_) bucketed.clear();
+  // Note [gradient buckets]: a process that drives several GPUs sums after backward unless asked,
+  // or unless its sums run on the copy engines.
+  if (contexts.size() > 1 && !bucket_cap_given_ &&
+      (across_processes || reduce_algo_ != nd::ReduceAlgo::automatic || !nd::overlap::copy_engines(contexts))) {
+    bucketed.clear();
+  }
   if (buckets_ && buckets_->holds(bucketed)) return;  // listening already
   if (buckets_) buckets_->join();  // sums it started on the arrays the parameters had
   buckets_.reset();
-  if (!bucketed.empty()) buckets_ = GradientBuckets::make(std::move(bucketed), std::move(contexts), bucket_cap_bytes_, dist_);
+  if (!bucketed.empty()) {
+    buckets_ = GradientBuckets::make(std::move(bucketed), std::move(contexts), bucket_cap_bytes_, dist_, reduce_algo_);
+  }
 }
 
 std::vector<std::vector<std::string>> Trainer::bucket_layout() const {

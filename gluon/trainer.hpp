@@ -75,13 +75,16 @@ class Trainer {
   // GPUs (a + b), within rounding over more (NCCL may add in another order). The Trainer's own
   // {"bucket_cap_mb", 25} sets the size (DDP's bucket_cap_mb); 0 sums everything in step instead.
   //
-  // A process that drives several GPUs (kvstore "device" or "nccl") queues each GPU's backward
-  // after the previous one's, so a sum started during the last backward occupies the first GPUs'
-  // SMs beside their GEMMs while it waits for the last: 1.66x over one GPU instead of 1.79x on two
-  // H200s (bench/RESULTS.md). There the sums follow backward, unless optimizer_params give
-  // bucket_cap_mb: then, once the last context's backward has returned, the gradients are the
-  // sums, and work queued between the contexts' backward calls must neither read nor write their
-  // gradients (a read that waits for the value, such as asvector, may).
+  // A process that drives several GPUs queues each GPU's backward after the previous one's, so an
+  // NCCL sum started during the last backward occupies the first GPUs' SMs beside their GEMMs
+  // while it waits for the last: 1.66x over one GPU instead of 1.79x on two H200s
+  // (bench/RESULTS.md). With kvstore "device", where every pair of the GPUs has peer access, the
+  // buckets' sums run on the GPUs' copy engines instead (Note [copy-engine all-reduce] in
+  // cuda/peer_reduce.hpp), which wait without SMs, and the buckets are used. Otherwise (kvstore
+  // "nccl", or no peer access) the sums follow backward, unless optimizer_params give
+  // bucket_cap_mb. With buckets, once the last context's backward has returned, the gradients are
+  // the sums, and work queued between the contexts' backward calls must neither read nor write
+  // their gradients (a read that waits for the value, such as asvector, may).
   // Parameters are bucketed when the Trainer is made or at a step, once they are initialised; the
   // parameters with grad_req "add" are summed in step.
   //

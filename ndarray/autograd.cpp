@@ -195,6 +195,14 @@ std::unordered_map<Node*, std::vector<nd::NDArray>> leaf_buffer_offers(const std
   return offers;
 }
 
+// Whether a listener of the leaf wants its gradient before the other gradients of its op.
+bool wanted_early(const Node& leaf) {
+  return std::any_of(leaf.listeners.begin(), leaf.listeners.end(), [](const auto& l) {
+    const std::shared_ptr<GradientListener> listener = l.first.lock();
+    return listener && listener->wants_gradient_early();
+  });
+}
+
 // Runs the gradients from root back to the leaves; each leaf's total gradient goes to on_leaf.
 // With offer_leaf_buffers, gradient functions may compute a "write" leaf's gradient straight into
 // its buffer (op::gradient_into); on_leaf then gets that buffer itself, and `written` gets the leaf
@@ -225,9 +233,14 @@ void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const
       const std::function<void(std::size_t)> on_written = [&](std::size_t i) {
         if (written && node->inputs[i]) written(*node->inputs[i]);
       };
+      std::vector<char> early;  // per input: a listener of that variable wants its gradient first
+      if (written && offer != offers.end()) {
+        for (const auto& input : node->inputs) early.push_back(input && wanted_early(*input));
+      }
       const op::GradientTargets targets(node->invocation.get(),
                                         offer == offers.end() ? std::vector<nd::NDArray>{} : offer->second,
-                                        offer == offers.end() ? std::function<void(std::size_t)>{} : on_written);
+                                        offer == offers.end() ? std::function<void(std::size_t)>{} : on_written,
+                                        std::move(early));
       input_grads = node->invocation->op->gradient(*node->invocation, {grad});
     } else {
       const auto offer = offers.find(node);

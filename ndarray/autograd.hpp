@@ -79,15 +79,20 @@ void backward(const nd::NDArray& head, const nd::NDArray& head_grad = nd::NDArra
 // to start each bucket's all-reduce during backward). Inside backward(), gradient_ready(tag) is
 // called once a variable's gradient buffer holds this pass's gradient: the work that computes it
 // is queued on the variable's context, and the queue has not yet gone on to later gradients of
-// the same op where the op computes the variable's first (Dense and Convolution compute the
-// weight's and bias's gradients before the data's). backward_end() is called once per listener
+// the same op where the op computes the variable's first (Convolution computes the weight's and
+// bias's gradients before the data's; Dense where a listener wants them early, below, and else the
+// data's first). backward_end() is called once per listener
 // told anything, when the backward() is about to return, also after an error. Not called by
 // autograd::grad (which writes no buffer), nor while a graph is traced.
+// A listener whose work on a gradient takes none of the GPU's SMs (a sum on the copy engines) asks,
+// with wants_gradient_early(), for the gradient before the op's others: its work then runs beside
+// the op's remaining products (op::gradient_wanted_early).
 class GradientListener {
  public:
   virtual ~GradientListener() = default;
   virtual void gradient_ready(std::int64_t tag) = 0;
   virtual void backward_end() = 0;
+  virtual bool wants_gradient_early() const { return false; }
 };
 // Adds a listener to the variable x (attach_grad or mark_variable; else mx::ValueError naming x),
 // or gives it a new tag if it is there already. The variable holds it weakly: a listener

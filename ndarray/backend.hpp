@@ -158,9 +158,13 @@ constexpr int kOnStream = -1;
 struct Collectives {
   virtual ~Collectives() = default;
   // Every buffer of each item becomes the elementwise sum of the item's buffers, in place, all
-  // items in one fused launch; returns without waiting.
-  virtual void all_reduce_sum(const std::vector<int>& devices, const std::vector<AllReduceItem>& items,
-                              int slot) = 0;
+  // items in one fused launch; returns without waiting. copy_engines: the items of a floating
+  // dtype may be summed by the GPUs' copy engines instead (Note [copy-engine all-reduce] in
+  // cuda/peer_reduce.hpp), where that applies.
+  virtual void all_reduce_sum(const std::vector<int>& devices, const std::vector<AllReduceItem>& items, int slot,
+                              bool copy_engines) = 0;
+  // Whether all_reduce_sum over these devices may use the copy engines (every pair has peer access).
+  virtual bool copy_engines_reach(const std::vector<int>& devices) = 0;
   virtual void mark(int device, int slot) = 0;
   virtual void join(int device) = 0;
   // Destroys the communicators of all_reduce_sum's device groups once their work is done (made

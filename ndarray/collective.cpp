@@ -52,8 +52,9 @@ bool all_contiguous(const std::vector<NDArray>& group) {
   return true;
 }
 
-// Groups with the same context list go to NCCL together, in one fused launch.
-void reduce_nccl(const std::vector<const std::vector<NDArray>*>& groups, int slot = kOnStream) {
+// Groups with the same context list go to NCCL together, in one fused launch; with copy_engines,
+// those of a floating dtype may be summed by the GPUs' copy engines instead (ndarray/backend.hpp).
+void reduce_nccl(const std::vector<const std::vector<NDArray>*>& groups, int slot, bool copy_engines) {
   std::map<std::vector<Context>, std::vector<AllReduceItem>> by_contexts;
   for (const std::vector<NDArray>* group : groups) {
     AllReduceItem item{(*group)[0].dtype(), (*group)[0].size(), {}};
@@ -63,7 +64,7 @@ void reduce_nccl(const std::vector<const std::vector<NDArray>*>& groups, int slo
   for (const auto& [contexts, items] : by_contexts) {
     std::vector<int> devices;
     for (Context ctx : contexts) devices.push_back(ctx.device_id());
-    nccl_collectives()->all_reduce_sum(devices, items, slot);
+    nccl_collectives()->all_reduce_sum(devices, items, slot, copy_engines);
   }
 }
 
@@ -113,7 +114,7 @@ void all_reduce(const std::vector<std::vector<NDArray>>& groups, ReduceAlgo algo
     if (use_nccl) to_nccl.push_back(&group);
     else reduce_peer(group, peer_groups++ % group.size());
   }
-  if (!to_nccl.empty()) reduce_nccl(to_nccl);
+  if (!to_nccl.empty()) reduce_nccl(to_nccl, kOnStream, algo == ReduceAlgo::automatic);
 }
 
 namespace overlap {
@@ -132,7 +133,10 @@ void mark(Context ctx, int slot) {
   if (ctx.is_gpu() && built_with_nccl()) nccl_collectives()->mark(ctx.device_id(), slot);
 }
 
-void all_reduce(const std::vector<std::vector<NDArray>>& groups, int slot) {
+void all_reduce(const std::vector<std::vector<NDArray>>& groups, int slot, ReduceAlgo algo) {
+  if (algo == ReduceAlgo::peer) {
+    throw ValueError("overlap::all_reduce: the peer algorithm cannot run beside the GPUs' work; use automatic or nccl");
+  }
   if (slot < 0) throw ValueError("overlap::all_reduce: slot " + std::to_string(slot) + " is negative");
   for (std::size_t i = 0; i < groups.size(); ++i) {
     check_group(i, groups[i]);
@@ -147,7 +151,16 @@ void all_reduce(const std::vector<std::vector<NDArray>>& groups, int slot) {
   for (const std::vector<NDArray>& group : groups) {
     if (group.size() > 1) several.push_back(&group);
   }
-  if (!several.empty()) reduce_nccl(several, slot);
+  if (!several.empty()) reduce_nccl(several, slot, algo == ReduceAlgo::automatic);
+}
+
+bool copy_engines(const std::vector<Context>& contexts) {
+  std::vector<int> devices;
+  for (Context ctx : contexts) {
+    if (!ctx.is_gpu()) return false;
+    devices.push_back(ctx.device_id());
+  }
+  return built_with_nccl() && nccl_collectives()->copy_engines_reach(devices);
 }
 
 void join(Context ctx) {

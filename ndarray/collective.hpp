@@ -11,7 +11,9 @@
 namespace mx::nd {
 
 enum class ReduceAlgo {
-  automatic,  // NCCL when the build has it and every copy sits on its own GPU; else peer
+  automatic,  // NCCL when the build has it and every copy sits on its own GPU (the GPUs' copy
+              // engines for floating dtypes from 1 MiB a call, where every pair has peer access:
+              // Note [copy-engine all-reduce] in cuda/peer_reduce.hpp); else peer
   nccl,       // NCCL only: mx::ValueError when the build has no NCCL or a copy is on cpu(0)
   peer,       // sum on one context through copies (GPU peer access where the pair allows), then copy back
 };
@@ -30,8 +32,8 @@ void all_reduce(const std::vector<std::vector<NDArray>>& groups, ReduceAlgo algo
 //   nd::overlap::all_reduce({copies, ...}, 3);      // runs after each GPU's mark 3, beside later work
 //   nd::overlap::join(gpu(0));                      // gpu(0)'s later work sees the sums
 //
-// mark(ctx, slot) notes the point ctx's queue has reached; all_reduce(groups, slot) sums like
-// nd::all_reduce through NCCL on each GPU's communication stream, after that GPU's mark for the
+// mark(ctx, slot) notes the point ctx's queue has reached; all_reduce(groups, slot, algo) sums like
+// nd::all_reduce (automatic or nccl) on each GPU's communication stream, after that GPU's mark for the
 // slot (or, for a slot never marked on it, after everything queued there now) and beside whatever
 // was queued since. Until join(ctx), work queued on ctx must neither read nor write the groups'
 // arrays. Slots are small integers >= 0 (an index of a bucket); marking a slot again replaces its
@@ -39,8 +41,11 @@ void all_reduce(const std::vector<std::vector<NDArray>>& groups, ReduceAlgo algo
 // mx::ValueError otherwise, naming the group, before anything is queued. No effect on cpu(0).
 namespace overlap {
 void mark(Context ctx, int slot);
-void all_reduce(const std::vector<std::vector<NDArray>>& groups, int slot);
+void all_reduce(const std::vector<std::vector<NDArray>>& groups, int slot, ReduceAlgo algo = ReduceAlgo::automatic);
 void join(Context ctx);
+// Whether automatic sums over these GPUs use their copy engines, which wait for the GPUs' work
+// without taking SMs from it.
+bool copy_engines(const std::vector<Context>& contexts);
 // Whether all_reduce takes this group: every copy on its own GPU, contiguous, NCCL in the build.
 bool can_reduce(const std::vector<NDArray>& group);
 }  // namespace overlap

@@ -302,6 +302,7 @@ namespace {
 thread_local const Invocation* targets_inv = nullptr;
 thread_local std::vector<nd::NDArray> targets;
 thread_local std::function<void(std::size_t)> targets_written;
+thread_local std::vector<char> targets_early;
 thread_local std::vector<nd::NDArray> reuse_offer;  // empty: no offer
 
 // The array OutputReuse offers, taken (so that nested invocations, such as autocast's casts, and
@@ -322,13 +323,20 @@ bool reusable(const nd::NDArray& out, const OutputSpec& spec, Context ctx, const
 }  // namespace
 
 GradientTargets::GradientTargets(const Invocation* inv, std::vector<nd::NDArray> t,
-                                 std::function<void(std::size_t)> written)
+                                 std::function<void(std::size_t)> written, std::vector<char> early)
     : previous_inv_(std::exchange(targets_inv, inv)), previous_targets_(std::exchange(targets, std::move(t))),
-      previous_written_(std::exchange(targets_written, std::move(written))) {}
+      previous_written_(std::exchange(targets_written, std::move(written))),
+      previous_early_(std::exchange(targets_early, std::move(early))) {}
 GradientTargets::~GradientTargets() {
   targets_inv = previous_inv_;
   targets = std::move(previous_targets_);
   targets_written = std::move(previous_written_);
+  targets_early = std::move(previous_early_);
+}
+
+bool gradient_wanted_early(const Invocation& inv, std::size_t input) {
+  return targets_inv == &inv && input < targets_early.size() && targets_early[input] && input < targets.size() &&
+         !targets[input].is_none();
 }
 
 void gradient_written(const Invocation& inv, std::size_t input, const nd::NDArray& result) {

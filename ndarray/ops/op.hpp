@@ -190,12 +190,16 @@ void run_kernel(const Invocation& inv, std::uint32_t settled_inputs = 0);
 // The buffer autograd offers for input i's gradient of inv, or a none array.
 nd::NDArray gradient_target(const Invocation& inv, std::size_t input);
 
-// Set by autograd around one gradient call: targets[i] for input i of inv (none: no offer), and
-// written(i), called by gradient_written (may be empty).
+// Whether input i's gradient should come before inv's other gradients: backward offered its buffer
+// and a listener of the variable asked for it early (autograd::GradientListener).
+bool gradient_wanted_early(const Invocation& inv, std::size_t input);
+
+// Set by autograd around one gradient call: targets[i] for input i of inv (none: no offer),
+// written(i), called by gradient_written (may be empty), and early[i] (gradient_wanted_early).
 class GradientTargets {
  public:
   GradientTargets(const Invocation* inv, std::vector<nd::NDArray> targets,
-                  std::function<void(std::size_t)> written = {});
+                  std::function<void(std::size_t)> written = {}, std::vector<char> early = {});
   ~GradientTargets();
   GradientTargets(const GradientTargets&) = delete;
   GradientTargets& operator=(const GradientTargets&) = delete;
@@ -204,6 +208,7 @@ class GradientTargets {
   const Invocation* previous_inv_;
   std::vector<nd::NDArray> previous_targets_;
   std::function<void(std::size_t)> previous_written_;
+  std::vector<char> previous_early_;
 };
 
 // For gradient functions, right after input i's gradient `result` is queued: when it went into

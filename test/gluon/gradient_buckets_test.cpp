@@ -152,9 +152,12 @@ BOOST_AUTO_TEST_CASE(buckets_take_the_parameters_in_reverse_order_up_to_the_cap,
   gluon::Trainer big(net.collect_params(), "sgd", sgd_with_buckets(25));
   BOOST_REQUIRE_EQUAL(big.bucket_layout().size(), 1u);
   BOOST_TEST(big.bucket_layout()[0].size() == 6u);
-  // Without bucket_cap_mb, a process driving several GPUs sums after backward (Note [gradient
-  // buckets]).
-  BOOST_TEST(gluon::Trainer(net.collect_params(), "sgd", {{"learning_rate", 0.1}}).bucket_layout().empty());
+  // Without bucket_cap_mb, a process driving several GPUs buckets where its sums run on the copy
+  // engines (kvstore "device", peer access), and else sums after backward (Note [gradient buckets]).
+  const gluon::HyperParams plain = {{"learning_rate", 0.1}};
+  BOOST_TEST(gluon::Trainer(net.collect_params(), "sgd", plain).bucket_layout().empty() ==
+             !nd::overlap::copy_engines({mx::gpu(0), mx::gpu(1)}));
+  BOOST_TEST(gluon::Trainer(net.collect_params(), "sgd", plain, "nccl").bucket_layout().empty());
   // No buckets with 0, nor with peer copies.
   BOOST_TEST(gluon::Trainer(net.collect_params(), "sgd", sgd_with_buckets(0)).bucket_layout().empty());
   BOOST_TEST(gluon::Trainer(net.collect_params(), "sgd", sgd_with_buckets(25), "p2p").bucket_layout().empty());

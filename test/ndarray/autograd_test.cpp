@@ -1020,17 +1020,22 @@ BOOST_AUTO_TEST_CASE(gradients_stay_on_the_variable_context) {
 
 namespace {
 
-// Records each tell: the tag and the gradient buffer's values at that moment.
+// Records each tell: the tag and the gradient buffer's values at that moment (and those of
+// `watched`, when set); asks for its gradients early when `early`.
 struct Recorder final : ag::GradientListener {
   std::vector<nd::NDArray> grads;  // by tag
   std::vector<std::int64_t> tags;
-  std::vector<std::vector<float>> seen;
+  std::vector<std::vector<float>> seen, seen_watched;
+  nd::NDArray watched;
+  bool early = false;
   int ends = 0;
   void gradient_ready(std::int64_t tag) override {
     tags.push_back(tag);
     seen.push_back(grads[static_cast<std::size_t>(tag)].asvector<float>());
+    if (!watched.is_none()) seen_watched.push_back(watched.asvector<float>());
   }
   void backward_end() override { ++ends; }
+  bool wants_gradient_early() const override { return early; }
 };
 
 }  // namespace
@@ -1092,6 +1097,40 @@ BOOST_AUTO_TEST_CASE(gradient_listeners_hear_each_final_gradient_once_weights_be
       auto scope = ag::record();
       nd::NDArray l = (net(x) * v).sum();
       BOOST_CHECK_NO_THROW(l.backward());
+    }
+  });
+}
+
+// Dense computes its data's gradient first (an NCCL sum started by the weight's then shares the GPU
+// with the layer below's products only), unless the weight's listener wants its gradient early (a
+// sum on the copy engines, which takes no SMs): then the weight's is told before the data's
+// gradient is computed. The data's gradient buffer, read when the weight's is told, says which.
+BOOST_AUTO_TEST_CASE(a_listener_that_wants_gradients_early_hears_of_dense_weights_before_the_data_gradient) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    for (const bool early : {false, true}) {
+      BOOST_TEST_CONTEXT((early ? "early" : "not early") << " on " << ctx.str()) {
+        nn::Dense layer(2, "", true, 3);
+        layer.initialize(mx::init::Uniform(0.5), {ctx});
+        nd::NDArray x = nd::array(std::vector<float>{0.5f, -1.0f, 2.0f, 1.0f, 0.25f, -0.5f}, {2, 3}, ctx);
+        x.attach_grad();
+        auto recorder = std::make_shared<Recorder>();
+        recorder->early = early;
+        recorder->grads = {layer.weight().grad(ctx)};
+        recorder->watched = x.grad();
+        ag::add_gradient_listener(layer.weight().data(ctx), recorder, 0);
+        {
+          auto scope = ag::record();
+          nd::NDArray l = layer(x).sum();
+          l.backward();
+        }
+        BOOST_REQUIRE_EQUAL(recorder->tags.size(), 1u);
+        // d sum(x W^T + b) / dx: every row the column sums of W, none of them 0 here.
+        const std::vector<float> dx = x.grad().asvector<float>();
+        const std::vector<float> w = layer.weight().data(ctx).asvector<float>();
+        for (std::size_t i = 0; i < dx.size(); ++i) BOOST_TEST(dx[i] == w[i % 3] + w[3 + i % 3], tt::tolerance(1e-6f));
+        if (early) BOOST_TEST(recorder->seen_watched[0] == std::vector<float>(6, 0.0f), tt::per_element());
+        else BOOST_TEST(recorder->seen_watched[0] == dx, tt::per_element());
+      }
     }
   });
 }

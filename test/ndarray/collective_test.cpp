@@ -2,6 +2,7 @@
 // every GPU subset the machine has (2 and 4 GPUs), with a cpu(0) copy, and with several dtypes;
 // the errors, which leave every array as it was.
 #include "test/support/boost_test.hpp"
+#include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
 #include <cstdint>
@@ -104,6 +105,81 @@ BOOST_AUTO_TEST_CASE(all_reduce_over_every_gpu_and_the_cpu_uses_peer_copies,
   check_all_reduce(ndg_test::all_contexts(), nd::ReduceAlgo::peer);
 }
 
+// The copy-engine sums (kvstore "device" over GPUs with peer access, 1 MiB a call or more): groups
+// of odd sizes whose chunks cut through them, in each floating dtype (small integers, exact in
+// all of them), on the streams and overlapped (after a mark, joined), in two GPU orders, then
+// random float32 values, which over two GPUs must be NCCL's sums to the bit (a + b either way).
+void check_copy_engine_sums(const std::vector<mx::Context>& ctxs) {
+  const auto value = [](std::size_t r, std::int64_t i) { return static_cast<double>(r + 1 + i % 8); };
+  for (const DType dtype : {DType::float32, DType::float16, DType::bfloat16, DType::float64}) {
+    for (const bool overlapped : {false, true}) {
+      BOOST_TEST_CONTEXT(mx::dtype_name(dtype) << (overlapped ? ", overlapped" : "") << " on " << mx::to_string(ctxs)) {
+        const std::vector<std::int64_t> sizes = {5, 700001, 77, 130};
+        std::vector<std::vector<nd::NDArray>> groups;
+        for (const std::int64_t n : sizes) {
+          groups.emplace_back();
+          for (std::size_t r = 0; r < ctxs.size(); ++r) {
+            std::vector<double> v(static_cast<std::size_t>(n));
+            for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = value(r, i);
+            groups.back().push_back(nd::array(v, {n}, ctxs[r], dtype));
+          }
+        }
+        if (overlapped) {
+          for (mx::Context ctx : ctxs) nd::overlap::mark(ctx, 2);
+          nd::overlap::all_reduce(groups, 2);
+          for (mx::Context ctx : ctxs) nd::overlap::join(ctx);
+        } else {
+          nd::all_reduce(groups);
+        }
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+          std::vector<double> want(static_cast<std::size_t>(sizes[g]), 0.0);
+          for (std::size_t r = 0; r < ctxs.size(); ++r) {
+            for (std::int64_t i = 0; i < sizes[g]; ++i) want[static_cast<std::size_t>(i)] += value(r, i);
+          }
+          for (std::size_t r = 0; r < ctxs.size(); ++r) {
+            BOOST_TEST_CONTEXT("group " << g << " on " << ctxs[r].str()) {
+              BOOST_TEST(groups[g][r].asvector<double>() == want, tt::per_element());
+            }
+          }
+        }
+      }
+    }
+  }
+  // Random values: every copy ends the same, and over two GPUs equal to NCCL's sums.
+  std::vector<std::vector<nd::NDArray>> mine(1), nccl(1);
+  for (std::size_t r = 0; r < ctxs.size(); ++r) {
+    mine[0].push_back(ndg_test::random_array({1 << 19}, ctxs[r], static_cast<unsigned>(10 + r)));
+    nccl[0].push_back(mine[0].back().copy());
+  }
+  nd::all_reduce(mine);
+  nd::all_reduce(nccl, nd::ReduceAlgo::nccl);
+  const std::vector<float> first = mine[0][0].asvector<float>();
+  for (std::size_t r = 0; r < ctxs.size(); ++r) {
+    BOOST_TEST_CONTEXT("random values on " << ctxs[r].str()) {
+      BOOST_TEST(mine[0][r].asvector<float>() == first, tt::per_element());
+      const std::vector<float> theirs = nccl[0][r].asvector<float>();
+      if (ctxs.size() == 2) {
+        BOOST_TEST(theirs == first, tt::per_element());
+      } else {
+        for (std::size_t i = 0; i < first.size(); i += 997) BOOST_TEST(theirs[i] == first[i], tt::tolerance(1e-5f));
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(copy_engine_all_reduce_over_two_gpus, *boost::unit_test::precondition(ndg_test::needs_gpus{2}) *
+                                                               boost::unit_test::precondition(needs_nccl{})) {
+  if (!nd::overlap::copy_engines(first_gpus(2))) BOOST_TEST_MESSAGE("gpu(0) and gpu(1) lack peer access: NCCL sums");
+  check_copy_engine_sums(first_gpus(2));
+  check_copy_engine_sums({mx::gpu(1), mx::gpu(0)});
+}
+
+BOOST_AUTO_TEST_CASE(copy_engine_all_reduce_over_four_gpus, *boost::unit_test::precondition(ndg_test::needs_gpus{4}) *
+                                                                boost::unit_test::precondition(needs_nccl{})) {
+  check_copy_engine_sums(first_gpus(4));
+  check_copy_engine_sums({mx::gpu(3), mx::gpu(1), mx::gpu(0), mx::gpu(2)});
+}
+
 BOOST_AUTO_TEST_CASE(a_group_with_one_copy_is_left_as_it_is) {
   ndg_test::for_each_context([](mx::Context ctx) {
     std::vector<std::vector<nd::NDArray>> groups = {make_group({ctx}, 5, DType::float32)};
@@ -139,6 +215,10 @@ BOOST_AUTO_TEST_CASE(bad_groups_throw_before_any_array_changes) {
   } else {
     NDG_CHECK_THROWS_WITH(nd::all_reduce({valid}, nd::ReduceAlgo::nccl), mx::ValueError, "this build has none");
   }
+  unchanged();
+  // Sums beside the GPUs' work take NCCL or the copy engines, not the peer algorithm.
+  NDG_CHECK_THROWS_WITH(nd::overlap::all_reduce({valid}, 0, nd::ReduceAlgo::peer), mx::ValueError,
+                        "overlap::all_reduce", "peer algorithm");
   unchanged();
 }
 

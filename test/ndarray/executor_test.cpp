@@ -320,7 +320,7 @@ BOOST_AUTO_TEST_CASE(every_fusable_op_matches_its_own_kernel_bit_for_bit) {
     };
     // (5, 7): less than one of the CPU loop's blocks of 256; (61, 29): 6 blocks and 233 elements,
     // over several threads.
-    for (const mx::Shape shape : {mx::Shape{5, 7}, mx::Shape{61, 29}}) {
+    for (const mx::Shape& shape : {mx::Shape{5, 7}, mx::Shape{61, 29}}) {
       const nd::NDArray x0 = random_array(shape, ctx, 1), z0 = random_array(shape, ctx, 2);
       const auto g = std::make_shared<const graph::Graph>(graph::trace(body, {x0, z0}, {"x", "z"}, {}));
       graph::Executor::Options fused;

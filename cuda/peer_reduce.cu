@@ -1,0 +1,262 @@
+// The copy-engine all-reduce of one process's GPUs (Note [copy-engine all-reduce] in
+// cuda/peer_reduce.hpp).
+#include "cuda/peer_reduce.hpp"
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "cuda/device.hpp"
+#include "cuda/device_guard.hpp"
+#include "cuda/launch.hpp"
+#include "ndarray/half.hpp"
+
+namespace mx::cuda {
+namespace {
+
+// A run of one item inside a chunk: elements [offset, offset + length) of item `item`, at
+// `position` in the chunk.
+struct Piece {
+  std::size_t item;
+  std::int64_t offset, length, position;
+};
+
+// Up to kMaxPieces pieces of one chunk for one launch of the sum: piece p is elements [end[p - 1],
+// end[p]) of the launch, at mine[p] on this GPU and at position[p] in each peer's scratch copy.
+constexpr int kMaxPieces = 32;
+template <class T>
+struct SumList {
+  T* mine[kMaxPieces];
+  std::int64_t position[kMaxPieces];
+  std::int64_t end[kMaxPieces];
+  int count = 0;
+};
+
+// mine += the peers' copies, added in peer order: scratch holds `peers` copies of the chunk, of
+// chunk_length elements each.
+template <class T>
+__global__ void add_peer_copies(SumList<T> list, const T* scratch, std::int64_t chunk_length, int peers) {
+  const std::int64_t total = list.end[list.count - 1];
+  for (std::int64_t i = global_thread(); i < total; i += grid_stride()) {
+    int lo = 0, hi = list.count - 1;  // the first piece whose end is past i
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (list.end[mid] > i) hi = mid;
+      else lo = mid + 1;
+    }
+    const std::int64_t j = i - (lo ? list.end[lo - 1] : 0);
+    const std::int64_t at = list.position[lo] + j;
+    ComputeType<T> sum = list.mine[lo][j];
+    for (int q = 0; q < peers; ++q) sum += static_cast<ComputeType<T>>(scratch[q * chunk_length + at]);
+    list.mine[lo][j] = static_cast<T>(sum);
+  }
+}
+
+template <class T>
+void add_pieces(cudaStream_t stream, const std::vector<Piece>& pieces, const std::vector<void*>& mine,
+                const void* scratch, std::int64_t chunk_length, int peers) {
+  SumList<T> list;
+  const auto flush = [&] {
+    if (list.count > 0) {
+      launch(stream, "all_reduce (copy engines)", list.end[list.count - 1], &add_peer_copies<T>, list,
+             static_cast<const T*>(scratch), chunk_length, peers);
+    }
+    list.count = 0;
+  };
+  for (const Piece& piece : pieces) {
+    const int c = list.count++;
+    list.mine[c] = static_cast<T*>(mine[piece.item]) + piece.offset;
+    list.position[c] = piece.position;
+    list.end[c] = (c ? list.end[c - 1] : 0) + piece.length;
+    if (list.count == kMaxPieces) flush();
+  }
+  flush();
+}
+
+// A device's events and copy lanes, made on first use and reused by every call (a wait refers to
+// the record queued before it): `ready`, its buffers ready for the others' pulls; `summed`, its
+// chunk summed; `opened`, the point its stream reached before the pulls. The pulls from each
+// other GPU run on a lane of their own, so that several copy engines pull at once: lane 0 is the
+// call's stream itself, the others extra streams (of the communication stream's priority) that
+// start at `opened` and end at their `done`, which the stream waits for.
+struct PeerState {
+  cudaEvent_t ready = nullptr, summed = nullptr, opened = nullptr;
+  std::vector<cudaStream_t> lanes;  // lanes[0] unused: the call's stream
+  std::vector<cudaEvent_t> done;
+};
+PeerState& peer_state(int device, std::size_t lanes) {
+  static std::mutex mutex;
+  static std::map<int, PeerState> all;
+  const std::lock_guard lock(mutex);
+  PeerState& s = all[device];
+  DeviceGuard guard(device);
+  const auto event = [] {
+    cudaEvent_t e = nullptr;
+    NDG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return e;
+  };
+  if (!s.ready) {
+    s.ready = event();
+    s.summed = event();
+    s.opened = event();
+    s.lanes.push_back(nullptr);
+    s.done.push_back(nullptr);
+  }
+  while (s.lanes.size() < lanes) {
+    int least = 0, greatest = 0;
+    NDG_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    cudaStream_t lane = nullptr;
+    NDG_CUDA_CHECK(cudaStreamCreateWithPriority(&lane, cudaStreamNonBlocking, greatest));
+    s.lanes.push_back(lane);
+    s.done.push_back(event());
+  }
+  return s;
+}
+
+// Peer copies in one call where the runtime takes a batch; one by one where it does not.
+void copy_all(cudaStream_t stream, std::vector<void*>& dst, std::vector<const void*>& src, std::vector<std::size_t>& bytes) {
+  if (dst.empty()) return;
+  cudaMemcpyAttributes attributes{};
+  attributes.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  std::size_t first = 0;
+  if (cudaMemcpyBatchAsync(dst.data(), src.data(), bytes.data(), dst.size(), &attributes, &first, 1, stream) ==
+      cudaSuccess) {
+    return;
+  }
+  cudaGetLastError();  // not supported here: one copy at a time
+  for (std::size_t c = 0; c < dst.size(); ++c) {
+    NDG_CUDA_CHECK(cudaMemcpyAsync(dst[c], src[c], bytes[c], cudaMemcpyDefault, stream));
+  }
+}
+
+}  // namespace
+
+bool copy_engines_reach(const std::vector<int>& devices) {
+  if (devices.size() < 2) return false;
+  for (std::size_t a = 0; a < devices.size(); ++a) {
+    for (std::size_t b = a + 1; b < devices.size(); ++b) {
+      if (!enable_peer_access(devices[a], devices[b])) return false;
+    }
+  }
+  return true;
+}
+
+bool copy_engine_all_reduce(const std::vector<int>& devices, const std::vector<AllReduceItem>& items, int slot) {
+  if (items.empty()) return false;
+  const DType dt = items[0].dtype;
+  std::int64_t total = 0;
+  for (const AllReduceItem& item : items) {
+    if (item.dtype != dt) return false;
+    total += item.count;
+  }
+  const std::size_t esize = dtype_size(dt);
+  const bool small = static_cast<std::size_t>(total) * esize < kCopyEngineMinBytes;
+  if (!is_floating(dt) || (slot == kOnStream && small) || !copy_engines_reach(devices)) return false;
+  const auto n = static_cast<std::int64_t>(devices.size());
+  // Chunk j: elements [bound(j), bound(j + 1)) of the concatenation, whole multiples of 64 (some
+  // empty when there are few).
+  const auto bound = [&](std::int64_t j) { return j == n ? total : (total * j / n) / 64 * 64; };
+  const auto pieces_of = [&](std::int64_t j) {
+    std::vector<Piece> pieces;
+    const std::int64_t lo = bound(j), hi = bound(j + 1);
+    std::int64_t start = 0;
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      const std::int64_t a = std::max(lo, start), b = std::min(hi, start + items[k].count);
+      if (a < b) pieces.push_back({k, a - start, b - a, a - lo});
+      start += items[k].count;
+    }
+    return pieces;
+  };
+  // The buffers of device r, by item.
+  const auto buffers_of = [&](std::size_t r) {
+    std::vector<void*> out;
+    for (const AllReduceItem& item : items) out.push_back(item.buffers[r]);
+    return out;
+  };
+  const auto at = [&](void* base, std::int64_t element) { return static_cast<char*>(base) + element * esize; };
+
+  std::vector<cudaStream_t> streams;
+  std::vector<PeerState*> states;
+  for (int d : devices) {
+    Device& dev = device(d);
+    DeviceGuard guard(d);
+    states.push_back(&peer_state(d, devices.size() - 1));
+    streams.push_back(slot == kOnStream ? dev.stream() : dev.comm_stream_after(slot));
+    NDG_CUDA_CHECK(cudaEventRecord(states.back()->ready, streams.back()));
+  }
+  // Pulls into `mine` (device r), peer q (of the devices but r) after `after`, on lane q: lane 0 is
+  // the device's stream, the others start where it stands now and end where it waits for them.
+  struct Pulls {
+    std::vector<void*> dst;
+    std::vector<const void*> src;
+    std::vector<std::size_t> bytes;
+  };
+  const auto pull_from_peers = [&](std::size_t r, const std::vector<cudaEvent_t>& after,
+                                   const std::vector<Pulls>& pulls) {
+    PeerState& s = *states[r];
+    const cudaStream_t stream = streams[r];
+    if (pulls.size() > 1) NDG_CUDA_CHECK(cudaEventRecord(s.opened, stream));
+    for (std::size_t q = 0; q < pulls.size(); ++q) {
+      const cudaStream_t lane = q == 0 ? stream : s.lanes[q];
+      if (q > 0) NDG_CUDA_CHECK(cudaStreamWaitEvent(lane, s.opened, 0));
+      NDG_CUDA_CHECK(cudaStreamWaitEvent(lane, after[q], 0));
+      Pulls p = pulls[q];
+      copy_all(lane, p.dst, p.src, p.bytes);
+      if (q > 0) NDG_CUDA_CHECK(cudaEventRecord(s.done[q], lane));
+    }
+    for (std::size_t q = 1; q < pulls.size(); ++q) NDG_CUDA_CHECK(cudaStreamWaitEvent(stream, s.done[q], 0));
+  };
+  // Each GPU pulls its chunk from the others into scratch memory and adds it into its own buffers.
+  for (std::size_t j = 0; j < devices.size(); ++j) {
+    DeviceGuard guard(devices[j]);
+    const cudaStream_t stream = streams[j];
+    const std::vector<Piece> pieces = pieces_of(static_cast<std::int64_t>(j));
+    const std::int64_t length = bound(static_cast<std::int64_t>(j) + 1) - bound(static_cast<std::int64_t>(j));
+    void* scratch = nullptr;
+    NDG_CUDA_CHECK(cudaMallocFromPoolAsync(&scratch, static_cast<std::size_t>(length * (n - 1)) * esize + 1,
+                                           device(devices[j]).pool(), stream));
+    std::vector<cudaEvent_t> after;
+    std::vector<Pulls> pulls;
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      if (i == j) continue;
+      const auto q = static_cast<std::int64_t>(pulls.size());
+      after.push_back(states[i]->ready);
+      pulls.emplace_back();
+      const std::vector<void*> theirs = buffers_of(i);
+      for (const Piece& p : pieces) {
+        pulls.back().dst.push_back(at(scratch, q * length + p.position));
+        pulls.back().src.push_back(at(theirs[p.item], p.offset));
+        pulls.back().bytes.push_back(static_cast<std::size_t>(p.length) * esize);
+      }
+    }
+    pull_from_peers(j, after, pulls);
+    dispatch_floating(dt, "all_reduce", [&](auto tag) {
+      add_pieces<decltype(tag)>(stream, pieces, buffers_of(j), scratch, length, static_cast<int>(n - 1));
+    });
+    NDG_CUDA_CHECK(cudaFreeAsync(scratch, stream));
+    NDG_CUDA_CHECK(cudaEventRecord(states[j]->summed, stream));
+  }
+  // Each GPU pulls every other chunk's sum into its own buffers.
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    DeviceGuard guard(devices[i]);
+    const std::vector<void*> mine = buffers_of(i);
+    std::vector<cudaEvent_t> after;
+    std::vector<Pulls> pulls;
+    for (std::size_t j = 0; j < devices.size(); ++j) {
+      if (j == i) continue;
+      after.push_back(states[j]->summed);
+      pulls.emplace_back();
+      const std::vector<void*> theirs = buffers_of(j);
+      for (const Piece& p : pieces_of(static_cast<std::int64_t>(j))) {
+        pulls.back().dst.push_back(at(mine[p.item], p.offset));
+        pulls.back().src.push_back(at(theirs[p.item], p.offset));
+        pulls.back().bytes.push_back(static_cast<std::size_t>(p.length) * esize);
+      }
+    }
+    pull_from_peers(i, after, pulls);
+  }
+  return true;
+}
+
+}  // namespace mx::cuda
