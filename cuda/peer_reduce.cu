@@ -115,7 +115,8 @@ PeerState& peer_state(int device, std::size_t lanes) {
 }
 
 // Peer copies in one call where the runtime takes a batch; one by one where it does not.
-void copy_all(cudaStream_t stream, std::vector<void*>& dst, std::vector<const void*>& src, std::vector<std::size_t>& bytes) {
+void copy_all(cudaStream_t stream, const std::vector<void*>& dst, const std::vector<const void*>& src,
+              const std::vector<std::size_t>& bytes) {
   if (dst.empty()) return;
   cudaMemcpyAttributes attributes{};
   attributes.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
@@ -201,8 +202,7 @@ bool copy_engine_all_reduce(const std::vector<int>& devices, const std::vector<A
       const cudaStream_t lane = q == 0 ? stream : s.lanes[q];
       if (q > 0) NDG_CUDA_CHECK(cudaStreamWaitEvent(lane, s.opened, 0));
       NDG_CUDA_CHECK(cudaStreamWaitEvent(lane, after[q], 0));
-      Pulls p = pulls[q];
-      copy_all(lane, p.dst, p.src, p.bytes);
+      copy_all(lane, pulls[q].dst, pulls[q].src, pulls[q].bytes);
       if (q > 0) NDG_CUDA_CHECK(cudaEventRecord(s.done[q], lane));
     }
     for (std::size_t q = 1; q < pulls.size(); ++q) NDG_CUDA_CHECK(cudaStreamWaitEvent(stream, s.done[q], 0));
