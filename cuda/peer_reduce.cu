@@ -75,14 +75,13 @@ void add_pieces(cudaStream_t stream, const std::vector<Piece>& pieces, const std
 }
 
 // A device's events and copy lanes, made on first use and reused by every call (a wait refers to
-// the record queued before it): `ready`, its buffers ready for the others' pulls; `summed`, its
-// chunk summed; `opened`, the point its stream reached before the pulls. The pulls from each
-// other GPU run on a lane of their own, so that several copy engines pull at once: lane 0 is the
-// call's stream itself, the others extra streams (of the communication stream's priority) that
-// start at `opened` and end at their `done`, which the stream waits for.
+// the record queued before it): `opened`, the point its stream reached (its buffers ready and its
+// scratch made, then its chunk summed). The copies to each other GPU run on a lane of their own
+// (lanes[to], of the communication stream's priority), so that several copy engines work at once;
+// `done[to]` ends them.
 struct PeerState {
-  cudaEvent_t ready = nullptr, summed = nullptr, opened = nullptr;
-  std::vector<cudaStream_t> lanes;  // lanes[0] unused: the call's stream
+  cudaEvent_t opened = nullptr;
+  std::vector<cudaStream_t> lanes;  // by the index of the GPU copied to, in the call's devices
   std::vector<cudaEvent_t> done;
 };
 PeerState& peer_state(int device, std::size_t lanes) {
@@ -96,13 +95,7 @@ PeerState& peer_state(int device, std::size_t lanes) {
     NDG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     return e;
   };
-  if (!s.ready) {
-    s.ready = event();
-    s.summed = event();
-    s.opened = event();
-    s.lanes.push_back(nullptr);
-    s.done.push_back(nullptr);
-  }
+  if (!s.opened) s.opened = event();
   while (s.lanes.size() < lanes) {
     int least = 0, greatest = 0;
     NDG_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
@@ -176,85 +169,86 @@ bool copy_engine_all_reduce(const std::vector<int>& devices, const std::vector<A
     return out;
   };
   const auto at = [&](void* base, std::int64_t element) { return static_cast<char*>(base) + element * esize; };
+  const auto length_of = [&](std::size_t j) {
+    return bound(static_cast<std::int64_t>(j) + 1) - bound(static_cast<std::int64_t>(j));
+  };
 
   std::vector<cudaStream_t> streams;
   std::vector<PeerState*> states;
-  for (int d : devices) {
-    Device& dev = device(d);
-    DeviceGuard guard(d);
-    states.push_back(&peer_state(d, devices.size() - 1));
+  std::vector<void*> scratch(devices.size(), nullptr);  // on GPU j: the others' copies of chunk j
+  for (std::size_t j = 0; j < devices.size(); ++j) {
+    Device& dev = device(devices[j]);
+    DeviceGuard guard(devices[j]);
+    states.push_back(&peer_state(devices[j], devices.size()));
     streams.push_back(slot == kOnStream ? dev.stream() : dev.comm_stream_after(slot));
-    NDG_CUDA_CHECK(cudaEventRecord(states.back()->ready, streams.back()));
+    NDG_CUDA_CHECK(cudaMallocFromPoolAsync(&scratch[j], static_cast<std::size_t>(length_of(j) * (n - 1)) * esize + 1,
+                                           dev.pool(), streams.back()));
+    NDG_CUDA_CHECK(cudaEventRecord(states.back()->opened, streams.back()));
   }
-  // Pulls into `mine` (device r), peer q (of the devices but r) after `after`, on lane q: lane 0 is
-  // the device's stream, the others start where it stands now and end where it waits for them.
-  struct Pulls {
+  // Copies from GPU `from` to GPU `to` on from's lane for `to`, once both have reached `opened`
+  // (`to`'s is skipped with waits_for_to false), ending at that lane's `done`.
+  struct Copies {
     std::vector<void*> dst;
     std::vector<const void*> src;
     std::vector<std::size_t> bytes;
   };
-  const auto pull_from_peers = [&](std::size_t r, const std::vector<cudaEvent_t>& after,
-                                   const std::vector<Pulls>& pulls) {
-    PeerState& s = *states[r];
-    const cudaStream_t stream = streams[r];
-    if (pulls.size() > 1) NDG_CUDA_CHECK(cudaEventRecord(s.opened, stream));
-    for (std::size_t q = 0; q < pulls.size(); ++q) {
-      const cudaStream_t lane = q == 0 ? stream : s.lanes[q];
-      if (q > 0) NDG_CUDA_CHECK(cudaStreamWaitEvent(lane, s.opened, 0));
-      NDG_CUDA_CHECK(cudaStreamWaitEvent(lane, after[q], 0));
-      copy_all(lane, pulls[q].dst, pulls[q].src, pulls[q].bytes);
-      if (q > 0) NDG_CUDA_CHECK(cudaEventRecord(s.done[q], lane));
-    }
-    for (std::size_t q = 1; q < pulls.size(); ++q) NDG_CUDA_CHECK(cudaStreamWaitEvent(stream, s.done[q], 0));
+  const auto copy_to = [&](std::size_t from, std::size_t to, bool waits_for_to, const Copies& c) {
+    DeviceGuard guard(devices[from]);
+    PeerState& s = *states[from];
+    NDG_CUDA_CHECK(cudaStreamWaitEvent(s.lanes[to], s.opened, 0));
+    if (waits_for_to) NDG_CUDA_CHECK(cudaStreamWaitEvent(s.lanes[to], states[to]->opened, 0));
+    copy_all(s.lanes[to], c.dst, c.src, c.bytes);
+    NDG_CUDA_CHECK(cudaEventRecord(s.done[to], s.lanes[to]));
   };
-  // Each GPU pulls its chunk from the others into scratch memory and adds it into its own buffers.
-  for (std::size_t j = 0; j < devices.size(); ++j) {
-    DeviceGuard guard(devices[j]);
-    const cudaStream_t stream = streams[j];
-    const std::vector<Piece> pieces = pieces_of(static_cast<std::int64_t>(j));
-    const std::int64_t length = bound(static_cast<std::int64_t>(j) + 1) - bound(static_cast<std::int64_t>(j));
-    void* scratch = nullptr;
-    NDG_CUDA_CHECK(cudaMallocFromPoolAsync(&scratch, static_cast<std::size_t>(length * (n - 1)) * esize + 1,
-                                           device(devices[j]).pool(), stream));
-    std::vector<cudaEvent_t> after;
-    std::vector<Pulls> pulls;
-    for (std::size_t i = 0; i < devices.size(); ++i) {
-      if (i == j) continue;
-      const auto q = static_cast<std::int64_t>(pulls.size());
-      after.push_back(states[i]->ready);
-      pulls.emplace_back();
-      const std::vector<void*> theirs = buffers_of(i);
-      for (const Piece& p : pieces) {
-        pulls.back().dst.push_back(at(scratch, q * length + p.position));
-        pulls.back().src.push_back(at(theirs[p.item], p.offset));
-        pulls.back().bytes.push_back(static_cast<std::size_t>(p.length) * esize);
-      }
-    }
-    pull_from_peers(j, after, pulls);
-    dispatch_floating(dt, "all_reduce", [&](auto tag) {
-      add_pieces<decltype(tag)>(stream, pieces, buffers_of(j), scratch, length, static_cast<int>(n - 1));
-    });
-    NDG_CUDA_CHECK(cudaFreeAsync(scratch, stream));
-    NDG_CUDA_CHECK(cudaEventRecord(states[j]->summed, stream));
-  }
-  // Each GPU pulls every other chunk's sum into its own buffers.
+  // Each GPU writes its part of every other chunk into that chunk's GPU: GPU i's copy of chunk j is
+  // copy i (i < j) or i - 1 (i > j) of j's scratch.
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    DeviceGuard guard(devices[i]);
     const std::vector<void*> mine = buffers_of(i);
-    std::vector<cudaEvent_t> after;
-    std::vector<Pulls> pulls;
     for (std::size_t j = 0; j < devices.size(); ++j) {
       if (j == i) continue;
-      after.push_back(states[j]->summed);
-      pulls.emplace_back();
-      const std::vector<void*> theirs = buffers_of(j);
+      const auto copy = static_cast<std::int64_t>(i < j ? i : i - 1);
+      Copies c;
       for (const Piece& p : pieces_of(static_cast<std::int64_t>(j))) {
-        pulls.back().dst.push_back(at(mine[p.item], p.offset));
-        pulls.back().src.push_back(at(theirs[p.item], p.offset));
-        pulls.back().bytes.push_back(static_cast<std::size_t>(p.length) * esize);
+        c.dst.push_back(at(scratch[j], copy * length_of(j) + p.position));
+        c.src.push_back(at(mine[p.item], p.offset));
+        c.bytes.push_back(static_cast<std::size_t>(p.length) * esize);
       }
+      copy_to(i, j, true, c);
     }
-    pull_from_peers(i, after, pulls);
+  }
+  // Each GPU adds the others' copies into its chunk, in the order of the devices.
+  for (std::size_t j = 0; j < devices.size(); ++j) {
+    DeviceGuard guard(devices[j]);
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      if (i != j) NDG_CUDA_CHECK(cudaStreamWaitEvent(streams[j], states[i]->done[j], 0));
+    }
+    dispatch_floating(dt, "all_reduce", [&](auto tag) {
+      add_pieces<decltype(tag)>(streams[j], pieces_of(static_cast<std::int64_t>(j)), buffers_of(j), scratch[j],
+                                length_of(j), static_cast<int>(n - 1));
+    });
+    NDG_CUDA_CHECK(cudaFreeAsync(scratch[j], streams[j]));
+    NDG_CUDA_CHECK(cudaEventRecord(states[j]->opened, streams[j]));  // now: the chunk summed
+  }
+  // Each GPU writes its summed chunk into the others' buffers; each waits for all of them.
+  for (std::size_t j = 0; j < devices.size(); ++j) {
+    const std::vector<void*> mine = buffers_of(j);
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      if (i == j) continue;
+      const std::vector<void*> theirs = buffers_of(i);
+      Copies c;
+      for (const Piece& p : pieces_of(static_cast<std::int64_t>(j))) {
+        c.dst.push_back(at(theirs[p.item], p.offset));
+        c.src.push_back(at(mine[p.item], p.offset));
+        c.bytes.push_back(static_cast<std::size_t>(p.length) * esize);
+      }
+      copy_to(j, i, false, c);
+    }
+  }
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    DeviceGuard guard(devices[i]);
+    for (std::size_t j = 0; j < devices.size(); ++j) {
+      if (j != i) NDG_CUDA_CHECK(cudaStreamWaitEvent(streams[i], states[j]->done[i], 0));
+    }
   }
   return true;
 }

@@ -4,12 +4,13 @@
 // instead of NCCL's kernels, so that a sum overlapped with backward takes no SMs from its GEMMs
 // while it moves data or waits for the other GPUs (NCCL's blocks hold SMs for both).
 //
-// The items of a call are one concatenation of elements, cut into one chunk per GPU. Each GPU pulls
-// its chunk from every other GPU into scratch memory (a peer copy on its own stream, after the
-// other GPU's buffers are ready), adds the copies into its own buffers with one kernel, in a fixed
-// order, and then every GPU pulls each other chunk's sum (after that chunk's GPU has added it).
-// Every copy ends with the same values, each chunk summed once. On n GPUs each moves 2(n-1)/n of
-// the bytes in, as a ring all-reduce does.
+// The items of a call are one concatenation of elements, cut into one chunk per GPU. Each GPU
+// writes its part of every other chunk into scratch memory on that chunk's GPU (peer copies, one
+// copy lane per destination, after both GPUs are ready), each GPU adds the copies into its own
+// buffers with one kernel, in a fixed order, and then writes its chunk's sum into the other GPUs'
+// buffers. Every copy ends with the same values, each chunk summed once. On n GPUs each moves
+// 2(n-1)/n of the bytes out, as a ring all-reduce does. Writes over NVLink beat reads here: on 4
+// H100s pulling the chunks instead gave 3.62-3.65x over one GPU, these writes 3.67-3.71x.
 #include <vector>
 
 #include "ndarray/backend.hpp"
