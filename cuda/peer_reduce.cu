@@ -162,12 +162,13 @@ bool copy_engine_all_reduce(const std::vector<int>& devices, const std::vector<A
     }
     return pieces;
   };
-  // The buffers of device r, by item.
-  const auto buffers_of = [&](std::size_t r) {
-    std::vector<void*> out;
-    for (const AllReduceItem& item : items) out.push_back(item.buffers[r]);
-    return out;
-  };
+  std::vector<std::vector<Piece>> chunks;  // by chunk
+  std::vector<std::vector<void*>> buffers;  // by device, then item
+  for (std::size_t r = 0; r < devices.size(); ++r) {
+    chunks.push_back(pieces_of(static_cast<std::int64_t>(r)));
+    buffers.emplace_back();
+    for (const AllReduceItem& item : items) buffers.back().push_back(item.buffers[r]);
+  }
   const auto at = [&](void* base, std::int64_t element) { return static_cast<char*>(base) + element * esize; };
   const auto length_of = [&](std::size_t j) {
     return bound(static_cast<std::int64_t>(j) + 1) - bound(static_cast<std::int64_t>(j));
@@ -185,13 +186,23 @@ bool copy_engine_all_reduce(const std::vector<int>& devices, const std::vector<A
                                            dev.pool(), streams.back()));
     NDG_CUDA_CHECK(cudaEventRecord(states.back()->opened, streams.back()));
   }
-  // Copies from GPU `from` to GPU `to` on from's lane for `to`, once both have reached `opened`
-  // (`to`'s is skipped with waits_for_to false), ending at that lane's `done`.
   struct Copies {
     std::vector<void*> dst;
     std::vector<const void*> src;
     std::vector<std::size_t> bytes;
   };
+  // Chunk j's pieces from `from`'s buffers to to_of(piece).
+  const auto chunk_copies = [&](std::size_t j, std::size_t from, const auto& to_of) {
+    Copies c;
+    for (const Piece& p : chunks[j]) {
+      c.dst.push_back(to_of(p));
+      c.src.push_back(at(buffers[from][p.item], p.offset));
+      c.bytes.push_back(static_cast<std::size_t>(p.length) * esize);
+    }
+    return c;
+  };
+  // Copies from GPU `from` to GPU `to` on from's lane for `to`, once both have reached `opened`
+  // (`to`'s is skipped with waits_for_to false), ending at that lane's `done`.
   const auto copy_to = [&](std::size_t from, std::size_t to, bool waits_for_to, const Copies& c) {
     DeviceGuard guard(devices[from]);
     PeerState& s = *states[from];
@@ -203,17 +214,12 @@ bool copy_engine_all_reduce(const std::vector<int>& devices, const std::vector<A
   // Each GPU writes its part of every other chunk into that chunk's GPU: GPU i's copy of chunk j is
   // copy i (i < j) or i - 1 (i > j) of j's scratch.
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    const std::vector<void*> mine = buffers_of(i);
     for (std::size_t j = 0; j < devices.size(); ++j) {
       if (j == i) continue;
       const auto copy = static_cast<std::int64_t>(i < j ? i : i - 1);
-      Copies c;
-      for (const Piece& p : pieces_of(static_cast<std::int64_t>(j))) {
-        c.dst.push_back(at(scratch[j], copy * length_of(j) + p.position));
-        c.src.push_back(at(mine[p.item], p.offset));
-        c.bytes.push_back(static_cast<std::size_t>(p.length) * esize);
-      }
-      copy_to(i, j, true, c);
+      copy_to(i, j, true, chunk_copies(j, i, [&](const Piece& p) {
+                return at(scratch[j], copy * length_of(j) + p.position);
+              }));
     }
   }
   // Each GPU adds the others' copies into its chunk, in the order of the devices.
@@ -223,25 +229,16 @@ bool copy_engine_all_reduce(const std::vector<int>& devices, const std::vector<A
       if (i != j) NDG_CUDA_CHECK(cudaStreamWaitEvent(streams[j], states[i]->done[j], 0));
     }
     dispatch_floating(dt, "all_reduce", [&](auto tag) {
-      add_pieces<decltype(tag)>(streams[j], pieces_of(static_cast<std::int64_t>(j)), buffers_of(j), scratch[j],
-                                length_of(j), static_cast<int>(n - 1));
+      add_pieces<decltype(tag)>(streams[j], chunks[j], buffers[j], scratch[j], length_of(j), static_cast<int>(n - 1));
     });
     NDG_CUDA_CHECK(cudaFreeAsync(scratch[j], streams[j]));
     NDG_CUDA_CHECK(cudaEventRecord(states[j]->opened, streams[j]));  // now: the chunk summed
   }
   // Each GPU writes its summed chunk into the others' buffers; each waits for all of them.
   for (std::size_t j = 0; j < devices.size(); ++j) {
-    const std::vector<void*> mine = buffers_of(j);
     for (std::size_t i = 0; i < devices.size(); ++i) {
       if (i == j) continue;
-      const std::vector<void*> theirs = buffers_of(i);
-      Copies c;
-      for (const Piece& p : pieces_of(static_cast<std::int64_t>(j))) {
-        c.dst.push_back(at(theirs[p.item], p.offset));
-        c.src.push_back(at(mine[p.item], p.offset));
-        c.bytes.push_back(static_cast<std::size_t>(p.length) * esize);
-      }
-      copy_to(j, i, false, c);
+      copy_to(j, i, false, chunk_copies(j, j, [&](const Piece& p) { return at(buffers[i][p.item], p.offset); }));
     }
   }
   for (std::size_t i = 0; i < devices.size(); ++i) {

@@ -22,7 +22,10 @@ GradientBuckets::GradientBuckets(std::vector<Param> params, std::vector<Context>
     : contexts_(std::move(contexts)), dist_(dist), algo_(algo),
       on_copy_engines_((!dist || dist::world_size() == 1) && algo == nd::ReduceAlgo::automatic &&
                        nd::overlap::copy_engines(contexts_)) {
-  for (Param& p : params) entries_.push_back({std::move(p), 0, std::vector<char>(contexts_.size(), 0), false});
+  for (Param& p : params) {
+    names_.insert(p.name);
+    entries_.push_back({std::move(p), 0, std::vector<char>(contexts_.size(), 0), false});
+  }
   // Reverse order; a bucket closes once it holds its cap (the first: at most kFirstBucketBytes).
   const std::size_t first_cap = std::min(cap_bytes, kFirstBucketBytes);
   std::size_t bytes = 0;
@@ -74,7 +77,7 @@ std::vector<std::vector<std::string>> GradientBuckets::layout() const {
 }
 
 bool GradientBuckets::holds_param(const std::string& name) const {
-  return std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.param.name == name; });
+  return names_.count(name) > 0;
 }
 
 void GradientBuckets::gradient_ready(std::int64_t tag) {

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "context/context.hpp"
@@ -89,6 +90,7 @@ class GradientBuckets final : public autograd::GradientListener,
   void reset();
 
   std::vector<Entry> entries_;  // the dict's order
+  std::unordered_set<std::string> names_;  // the entries' parameter names (holds_param, each step)
   std::vector<Bucket> buckets_;
   std::vector<Context> contexts_;
   bool dist_;
