@@ -37,6 +37,7 @@ Device::Device(int id) : id_(id) {
 }
 
 cublasHandle_t Device::cublas() {
+  settle();  // bound to stream_
   std::call_once(cublas_once_, [this] {
     NDG_CUDA_CHECK(cublasCreate(&cublas_));
     NDG_CUDA_CHECK(cublasSetStream(cublas_, stream_));
@@ -44,14 +45,23 @@ cublasHandle_t Device::cublas() {
   return cublas_;
 }
 
-void Device::mark(int slot) {
-  DeviceGuard guard(id_);
-  while (marks_.size() <= static_cast<std::size_t>(slot)) {
+namespace {
+
+// events[slot], made (with those before it) on first use; call with the device current.
+cudaEvent_t slot_event(std::vector<cudaEvent_t>& events, int slot) {
+  while (events.size() <= static_cast<std::size_t>(slot)) {
     cudaEvent_t event = nullptr;
     NDG_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-    marks_.push_back(event);
+    events.push_back(event);
   }
-  NDG_CUDA_CHECK(cudaEventRecord(marks_[static_cast<std::size_t>(slot)], stream_));
+  return events[static_cast<std::size_t>(slot)];
+}
+
+}  // namespace
+
+void Device::mark(int slot) {
+  DeviceGuard guard(id_);
+  NDG_CUDA_CHECK(cudaEventRecord(slot_event(marks_, slot), stream_));
 }
 
 cudaStream_t Device::comm_stream_after(int slot) {
@@ -61,17 +71,26 @@ cudaStream_t Device::comm_stream_after(int slot) {
   return comm_stream_;
 }
 
-void Device::comm_queued() {
+void Device::comm_queued(int slot) {
   DeviceGuard guard(id_);
   NDG_CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_));
+  NDG_CUDA_CHECK(cudaEventRecord(slot_event(slot_done_, slot), comm_stream_));
 }
 
 void Device::join_comm() {
+  join_deferred_.store(false, std::memory_order_release);
   DeviceGuard guard(id_);
   NDG_CUDA_CHECK(cudaStreamWaitEvent(stream_, comm_done_, 0));
 }
 
+void Device::join_comm(int slot) {
+  DeviceGuard guard(id_);
+  if (static_cast<std::size_t>(slot) >= slot_done_.size()) return;  // nothing was queued for it
+  NDG_CUDA_CHECK(cudaStreamWaitEvent(stream_, slot_done_[static_cast<std::size_t>(slot)], 0));
+}
+
 std::pair<curandGenerator_t, std::unique_lock<std::mutex>> Device::curand(std::int64_t offset, std::int64_t n) {
+  settle();  // bound to stream_
   std::unique_lock lock(curand_mutex_);
   return {curand_.prepare(offset, n), std::move(lock)};
 }

@@ -25,19 +25,29 @@ class Device {
   Device& operator=(const Device&) = delete;
 
   int id() const { return id_; }
-  cudaStream_t stream() const { return stream_; }
+  // Queues a join_comm() deferred by defer_join() first: every use of the stream goes through here.
+  cudaStream_t stream() {
+    settle();
+    return stream_;
+  }
   // Copies from the host run here, beside the device's work, and are ordered against stream()
   // by events: the device's work waits for a copy it reads, and a copy into memory the device may
   // still use waits for that work (cuda/backend.cpp).
   cudaStream_t copy_stream() const { return copy_stream_; }
   // Overlapped collectives (a Trainer's gradient buckets) run on the communication stream, beside
   // the device's work: mark(slot) notes the point stream() has reached; comm_stream_after(slot)
-  // makes the communication stream wait for that point alone and returns it; comm_queued() notes
-  // the work queued there so far, and join_comm() makes stream() wait for it.
+  // makes the communication stream wait for that point alone and returns it; comm_queued(slot)
+  // notes the work queued there so far as the slot's; join_comm() makes stream() wait for all of
+  // it, join_comm(slot) for the slot's latest and what was queued before it. defer_join() leaves
+  // join_comm() to the next use of stream() (or cublas(), curand()); cancel_deferred_join() takes
+  // it back, for a caller that joins slot by slot.
   void mark(int slot);
   cudaStream_t comm_stream_after(int slot);
-  void comm_queued();
+  void comm_queued(int slot);
   void join_comm();
+  void join_comm(int slot);
+  void defer_join() { join_deferred_.store(true, std::memory_order_release); }
+  void cancel_deferred_join() { join_deferred_.store(false, std::memory_order_release); }
   cudaMemPool_t pool() const { return pool_; }
   int multiprocessors() const { return multiprocessors_; }
   // Programmatic dependent launch (compute capability 9.0 or newer): a kernel launched with
@@ -59,12 +69,18 @@ class Device {
   const char* last_op() const { return last_op_.load(std::memory_order_relaxed); }
 
  private:
+  void settle() {
+    if (join_deferred_.load(std::memory_order_acquire) && join_deferred_.exchange(false)) join_comm();
+  }
+
   int id_;
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;
   cudaStream_t comm_stream_ = nullptr;
   cudaEvent_t comm_done_ = nullptr;
   std::vector<cudaEvent_t> marks_;  // by slot, made on first use
+  std::vector<cudaEvent_t> slot_done_;  // by slot: the communication stream after the slot's work
+  std::atomic<bool> join_deferred_{false};
   cudaMemPool_t pool_ = nullptr;
   int multiprocessors_ = 0;
   bool dependent_launch_ = false;

@@ -66,7 +66,7 @@ std::vector<cudaStream_t> streams_for(const std::vector<int>& devices, int slot)
 // After an overlapped collective: what join() waits for includes it.
 void queued_on(const std::vector<int>& devices, int slot) {
   if (slot == kOnStream) return;
-  for (int d : devices) cuda::device(d).comm_queued();
+  for (int d : devices) cuda::device(d).comm_queued(slot);
 }
 
 // Note [the world communicator]
@@ -337,7 +337,14 @@ class NcclCollectives final : public Collectives {
 
   bool copy_engines_reach(const std::vector<int>& devices) override { return cuda::copy_engines_reach(devices); }
   void mark(int device, int slot) override { cuda::device(device).mark(slot); }
-  void join(int device) override { cuda::device(device).join_comm(); }
+  void join(int device, int slot) override {
+    if (slot == kAllSlots) cuda::device(device).join_comm();
+    else cuda::device(device).join_comm(slot);
+  }
+  void defer_join(int device, bool deferred) override {
+    if (deferred) cuda::device(device).defer_join();
+    else cuda::device(device).cancel_deferred_join();
+  }
 
  private:
   // The items through NCCL, one fused launch.

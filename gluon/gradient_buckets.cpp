@@ -1,6 +1,7 @@
 #include "gluon/gradient_buckets.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include "ndarray/collective.hpp"
@@ -111,16 +112,23 @@ void GradientBuckets::sum(const std::vector<std::size_t>& entries, int slot) {
   for (std::size_t i : entries) groups.push_back(entries_[i].param.grads);
   if (dist_) dist::all_reduce_overlapped(groups, slot);
   else nd::overlap::all_reduce(groups, slot, algo_);
-  launched_ = true;
+  // A slot summed again: its join waits for this sum, which comes after the earlier one.
+  std::erase_if(started_, [&](const Started& s) { return s.slot == slot; });
+  started_.push_back({slot, entries});
 }
 
 void GradientBuckets::backward_end() {
-  if (launched_) join();
+  defer_join();
+}
+
+void GradientBuckets::defer_join() {
+  if (started_.empty()) return;
+  for (Context ctx : contexts_) nd::overlap::defer_join(ctx);
 }
 
 void GradientBuckets::join() {
   for (Context ctx : contexts_) nd::overlap::join(ctx);
-  launched_ = false;
+  started_.clear();
 }
 
 void GradientBuckets::finish() {
@@ -133,8 +141,33 @@ void GradientBuckets::finish() {
     for (Context ctx : contexts_) nd::overlap::mark(ctx, slot);
     sum(rest, slot);
   }
-  join();
+  defer_join();
   reset();
+}
+
+bool GradientBuckets::join_in_turn(const std::function<void(const std::unordered_set<std::string>&)>& update) {
+  if (started_.empty()) return false;
+  for (Context ctx : contexts_) nd::overlap::cancel_deferred_join(ctx);
+  // Each parameter with the last sum that holds it (a gradient summed twice: the later sum).
+  std::vector<std::size_t> last(entries_.size(), started_.size());
+  for (std::size_t s = 0; s < started_.size(); ++s) {
+    for (std::size_t i : started_[s].entries) last[i] = s;
+  }
+  try {
+    for (std::size_t s = 0; s < started_.size(); ++s) {
+      std::unordered_set<std::string> names;
+      for (std::size_t i : started_[s].entries) {
+        if (last[i] == s) names.insert(entries_[i].param.name);
+      }
+      for (Context ctx : contexts_) nd::overlap::join(ctx, started_[s].slot);
+      update(names);
+    }
+  } catch (...) {
+    join();
+    throw;
+  }
+  join();
+  return true;
 }
 
 void GradientBuckets::reset() {

@@ -201,6 +201,7 @@ void Trainer::allreduce_grads() {
     if (grads.size() > 1 || dist_) groups.push_back(std::move(grads));
   }
   // One fused NCCL launch for all of them; across the processes too with dist_sync.
+  if (groups.empty()) return;  // leaves the buckets' sums to Note [updates in turn]
   if (dist_) dist::all_reduce(groups);
   else nd::all_reduce(groups, reduce_algo_);
 }
@@ -249,6 +250,7 @@ void Trainer::step(std::int64_t batch_size) {
 void Trainer::apply_updates(const char* op, std::int64_t batch_size, double loss_scale) {
   std::vector<StateKey> keys;
   std::vector<nd::NDArray> weights, grads;
+  std::vector<const std::string*> names;  // each key's parameter
   std::map<std::size_t, std::uint64_t> versions;
   std::size_t index = 0;  // the parameter's place in the dict, frozen or not: its state's key
   for (auto& [name, param] : params_) {
@@ -261,6 +263,7 @@ void Trainer::apply_updates(const char* op, std::int64_t batch_size, double loss
     const bool set_from_outside = seen != data_versions_.end() && seen->second != param.data_version();
     for (std::size_t i = 0; i < data.size(); ++i) {
       keys.push_back({param_index, i});
+      names.push_back(&name);
       weights.push_back(data[i]);
       grads.push_back(param_grads[i]);
       if (set_from_outside) optimizer_->forget_master(keys.back());  // made again from the new values
@@ -287,7 +290,7 @@ void Trainer::apply_updates(const char* op, std::int64_t batch_size, double loss
   const double processes = dist_ ? dist::world_size() : 1;
   optimizer_->set_rescale_grad(rescale_grad_ / (static_cast<double>(batch_size) * processes * loss_scale));
   try {
-    optimizer_->update_multi(keys, weights, grads);
+    update_in_turn(keys, weights, grads, names);
   } catch (...) {
     optimizer_->set_learning_rate(lr_before);
     throw;
@@ -295,6 +298,32 @@ void Trainer::apply_updates(const char* op, std::int64_t batch_size, double loss
   for (const StateKey& key : keys) ++update_counts_[key];
   for (const auto& [param_index, version] : versions) data_versions_[param_index] = version;
   num_update_ = num_update;
+}
+
+// Note [updates in turn] (gluon/gradient_buckets.hpp): the parameters of each bucket sum started
+// by backward are updated once that sum is done, while the later ones still run; the rest after
+// every sum. One update_multi per bucket: the same arithmetic as one for all.
+void Trainer::update_in_turn(const std::vector<StateKey>& keys, const std::vector<nd::NDArray>& weights,
+                             const std::vector<nd::NDArray>& grads, const std::vector<const std::string*>& names) {
+  std::vector<char> done(keys.size(), 0);
+  const auto update_if = [&](const auto& wanted) {
+    std::vector<StateKey> some_keys;
+    std::vector<nd::NDArray> some_weights, some_grads;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (done[i] || !wanted(*names[i])) continue;
+      done[i] = 1;
+      some_keys.push_back(keys[i]);
+      some_weights.push_back(weights[i]);
+      some_grads.push_back(grads[i]);
+    }
+    if (!some_keys.empty()) optimizer_->update_multi(some_keys, some_weights, some_grads);
+  };
+  if (buckets_) {
+    buckets_->join_in_turn([&](const std::unordered_set<std::string>& summed) {
+      update_if([&](const std::string& name) { return summed.count(name) > 0; });
+    });
+  }
+  update_if([](const std::string&) { return true; });
 }
 
 }  // namespace mx::gluon

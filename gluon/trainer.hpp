@@ -130,6 +130,10 @@ class Trainer {
   // GPU with kvstore "nccl").
   void check_ready(const char* op, std::int64_t batch_size) const;
   void apply_updates(const char* op, std::int64_t batch_size, double loss_scale = 1);
+  // optimizer_->update_multi of these, a bucket at a time (Note [updates in turn]); names[i]: the
+  // parameter of keys[i].
+  void update_in_turn(const std::vector<StateKey>& keys, const std::vector<nd::NDArray>& weights,
+                      const std::vector<nd::NDArray>& grads, const std::vector<const std::string*>& names);
   // With a loss scaler: false, and the scale lowered, when the gradients overflowed; else true,
   // with loss_scale set to the scale the loss was multiplied with. Without one: true.
   bool unscale(double& loss_scale);

@@ -165,8 +165,11 @@ struct Collectives {
                               bool copy_engines) = 0;
   // Whether all_reduce_sum over these devices may use the copy engines (every pair has peer access).
   virtual bool copy_engines_reach(const std::vector<int>& devices) = 0;
+  // nd::overlap's mark, join and deferred join (ndarray/collective.hpp); slot kAllSlots: every sum.
+  static constexpr int kAllSlots = -1;
   virtual void mark(int device, int slot) = 0;
-  virtual void join(int device) = 0;
+  virtual void join(int device, int slot) = 0;
+  virtual void defer_join(int device, bool deferred) = 0;
   // Destroys the communicators of all_reduce_sum's device groups once their work is done (made
   // again by the next call); for mx::release_cached_resources. Not mx::dist's (dist::shutdown).
   virtual void release_local() = 0;

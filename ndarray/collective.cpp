@@ -164,7 +164,20 @@ bool copy_engines(const std::vector<Context>& contexts) {
 }
 
 void join(Context ctx) {
-  if (ctx.is_gpu() && built_with_nccl()) nccl_collectives()->join(ctx.device_id());
+  if (ctx.is_gpu() && built_with_nccl()) nccl_collectives()->join(ctx.device_id(), Collectives::kAllSlots);
+}
+
+void join(Context ctx, int slot) {
+  if (slot < 0) throw ValueError("overlap::join: slot " + std::to_string(slot) + " is negative");
+  if (ctx.is_gpu() && built_with_nccl()) nccl_collectives()->join(ctx.device_id(), slot);
+}
+
+void defer_join(Context ctx) {
+  if (ctx.is_gpu() && built_with_nccl()) nccl_collectives()->defer_join(ctx.device_id(), true);
+}
+
+void cancel_deferred_join(Context ctx) {
+  if (ctx.is_gpu() && built_with_nccl()) nccl_collectives()->defer_join(ctx.device_id(), false);
 }
 
 }  // namespace overlap

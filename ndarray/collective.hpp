@@ -36,13 +36,20 @@ void all_reduce(const std::vector<std::vector<NDArray>>& groups, ReduceAlgo algo
 // nd::all_reduce (automatic or nccl) on each GPU's communication stream, after that GPU's mark for the
 // slot (or, for a slot never marked on it, after everything queued there now) and beside whatever
 // was queued since. Until join(ctx), work queued on ctx must neither read nor write the groups'
-// arrays. Slots are small integers >= 0 (an index of a bucket); marking a slot again replaces its
-// point. For GPU groups, each copy on its own GPU, in a build with NCCL (built_with_nccl());
+// arrays. join(ctx, slot) orders ctx's later work after the slot's latest sum and the sums started
+// before it only. defer_join(ctx) leaves join(ctx) to whatever is next queued on ctx (an op, a
+// copy, a wait): a Trainer's backward ends so, and its update, having taken the join back with
+// cancel_deferred_join(ctx), waits for each bucket's sum just before it updates that bucket's
+// parameters. Slots are small integers >= 0 (an index of a bucket); marking a slot again replaces
+// its point. For GPU groups, each copy on its own GPU, in a build with NCCL (built_with_nccl());
 // mx::ValueError otherwise, naming the group, before anything is queued. No effect on cpu(0).
 namespace overlap {
 void mark(Context ctx, int slot);
 void all_reduce(const std::vector<std::vector<NDArray>>& groups, int slot, ReduceAlgo algo = ReduceAlgo::automatic);
 void join(Context ctx);
+void join(Context ctx, int slot);
+void defer_join(Context ctx);
+void cancel_deferred_join(Context ctx);
 // Whether automatic sums over these GPUs use their copy engines, which wait for the GPUs' work
 // without taking SMs from it.
 bool copy_engines(const std::vector<Context>& contexts);

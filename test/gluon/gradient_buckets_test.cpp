@@ -5,6 +5,7 @@
 #include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -27,10 +28,12 @@ namespace {
 
 constexpr std::int64_t kIn = 32;
 
-// Dense 32->64->16->4 (weights 8 KiB, 4 KiB, 256 B), the same values on every context.
-nn::Sequential make_net(const std::vector<mx::Context>& ctxs, unsigned seed = 7) {
+// Dense 32->64->16->4 (weights 8 KiB, 4 KiB, 256 B), the same values on every context; or
+// in->hidden->16->4.
+nn::Sequential make_net(const std::vector<mx::Context>& ctxs, unsigned seed = 7, std::int64_t in = kIn,
+                        std::int64_t hidden = 64) {
   nn::Sequential net;
-  net.add(nn::Dense(64, "relu", true, kIn), nn::Dense(16, "tanh", true, 64), nn::Dense(4, "", true, 16));
+  net.add(nn::Dense(hidden, "relu", true, in), nn::Dense(16, "tanh", true, hidden), nn::Dense(4, "", true, 16));
   net.initialize(mx::init::Zero(), ctxs);
   std::mt19937 engine(seed);
   std::uniform_real_distribution<float> u(-0.4f, 0.4f);
@@ -46,13 +49,13 @@ struct Batch {
   nd::NDArray x, y;  // on cpu(0)
 };
 
-Batch make_batch(std::int64_t n, unsigned seed) {
+Batch make_batch(std::int64_t n, unsigned seed, std::int64_t in = kIn) {
   std::mt19937 engine(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(static_cast<std::size_t>(n * kIn)), y(static_cast<std::size_t>(n));
+  std::vector<float> x(static_cast<std::size_t>(n * in)), y(static_cast<std::size_t>(n));
   for (float& v : x) v = normal(engine);
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>((i * 5 + seed) % 4);
-  return {nd::array(x, {n, kIn}, mx::cpu()), nd::array(y, {n}, mx::cpu())};
+  return {nd::array(x, {n, in}, mx::cpu()), nd::array(y, {n}, mx::cpu())};
 }
 
 // One backward per context, each on its own rows of the batch (as the README's loop).
@@ -172,6 +175,12 @@ BOOST_AUTO_TEST_CASE(gradients_are_the_sums_once_the_last_backward_returns,
   gluon::Trainer plain_trainer(plain.collect_params(), "sgd", sgd_with_buckets(0));
   const Batch batch = make_batch(8 * static_cast<std::int64_t>(gpus.size()), 3);
   backward_on_each(net, batch, gpus);
+  // Copies queued on each GPU as soon as backward returns: they come after the sums.
+  std::vector<std::vector<nd::NDArray>> copies;
+  for (mx::Context gpu : gpus) {
+    copies.emplace_back();
+    for (const auto& [name, param] : net.collect_params()) copies.back().push_back(param.grad(gpu).copy());
+  }
   backward_on_each(plain, batch, gpus);
   // The local gradients of the plain net, summed here on the host.
   const gluon::ParameterDict p = plain.collect_params();
@@ -182,12 +191,15 @@ BOOST_AUTO_TEST_CASE(gradients_are_the_sums_once_the_last_backward_returns,
       for (std::size_t i = 0; i < sums[q].size(); ++i) sums[q][i] += local[q][i];
     }
   }
-  for (mx::Context gpu : gpus) {
-    BOOST_TEST_CONTEXT("gradients on " << gpu.str() << " after every context's backward") {
-      const auto got = values(net.collect_params(), gpu, true);
+  for (std::size_t k = 0; k < gpus.size(); ++k) {
+    BOOST_TEST_CONTEXT("gradients on " << gpus[k].str() << " after every context's backward") {
+      const auto got = values(net.collect_params(), gpus[k], true);
       for (std::size_t q = 0; q < got.size(); ++q) {
+        const std::vector<float> copied = copies[k][q].asvector<float>();
         double worst = 0;
-        for (std::size_t i = 0; i < got[q].size(); ++i) worst = std::max(worst, double(std::abs(got[q][i] - sums[q][i])));
+        for (std::size_t i = 0; i < got[q].size(); ++i) {
+          worst = std::max({worst, double(std::abs(got[q][i] - sums[q][i])), double(std::abs(copied[i] - sums[q][i]))});
+        }
         BOOST_TEST(worst <= 1e-6, "parameter " << q << ": worst difference " << worst);
       }
     }
@@ -232,6 +244,36 @@ BOOST_AUTO_TEST_CASE(bucketed_steps_equal_steps_summed_after_backward_bit_for_bi
       for (mx::Context gpu : gpus) {
         BOOST_TEST_CONTEXT("parameters on " << gpu.str()) {
           check_same(values(params, gpu), values(plain_params, gpu), gpus.size());
+        }
+      }
+    }
+  }
+}
+
+// Note [updates in turn]: the first bucket's parameters (the last two layers) are updated while
+// the last bucket (the first layer's 8 MiB weight) is still summed, and that bucket's update waits
+// for its sum: the parameters equal those of steps that sum everything after backward.
+BOOST_AUTO_TEST_CASE(each_bucket_is_updated_after_its_own_sum,
+                     *boost::unit_test::precondition(ndg_test::needs_gpus{2})) {
+  if (!nccl_gpus()) return;
+  constexpr std::int64_t kWide = 1024, kHidden = 2048;
+  for (const std::vector<mx::Context>& gpus : gpu_sets()) {
+    BOOST_TEST_CONTEXT("on " << mx::to_string(gpus)) {
+      nn::Sequential net = make_net(gpus, 11, kWide, kHidden), plain = make_net(gpus, 11, kWide, kHidden);
+      gluon::Trainer trainer(net.collect_params(), "sgd", sgd_with_buckets(0.1));
+      gluon::Trainer plain_trainer(plain.collect_params(), "sgd", sgd_with_buckets(0));
+      BOOST_TEST(trainer.bucket_layout().size() == 2u);
+      const std::int64_t n = 4 * static_cast<std::int64_t>(gpus.size());
+      for (unsigned step = 0; step < 3; ++step) {
+        const Batch batch = make_batch(n, 20 + step, kWide);
+        backward_on_each(net, batch, gpus);
+        backward_on_each(plain, batch, gpus);
+        trainer.step(n);
+        plain_trainer.step(n);
+      }
+      for (mx::Context gpu : gpus) {
+        BOOST_TEST_CONTEXT("parameters on " << gpu.str()) {
+          check_same(values(net.collect_params(), gpu), values(plain.collect_params(), gpu), gpus.size());
         }
       }
     }

@@ -5,6 +5,7 @@
 #include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -178,6 +179,44 @@ BOOST_AUTO_TEST_CASE(copy_engine_all_reduce_over_four_gpus, *boost::unit_test::p
                                                                 boost::unit_test::precondition(needs_nccl{})) {
   check_copy_engine_sums(first_gpus(4));
   check_copy_engine_sums({mx::gpu(3), mx::gpu(1), mx::gpu(0), mx::gpu(2)});
+}
+
+// Two overlapped sums in slots 0 and 1: after join(ctx, 0), work queued on ctx sees slot 0's sums;
+// after defer_join(ctx), the next op queued on ctx sees every sum (the join happens then). The
+// groups are 16 MiB a copy, so that slot 1's sum still runs while slot 0's results are copied.
+BOOST_AUTO_TEST_CASE(overlapped_sums_are_joined_slot_by_slot_or_at_the_next_op,
+                     *boost::unit_test::precondition(ndg_test::needs_gpus{2}) *
+                         boost::unit_test::precondition(needs_nccl{})) {
+  for (const std::vector<mx::Context>& ctxs : {first_gpus(2), std::vector{mx::gpu(1), mx::gpu(0)}}) {
+    BOOST_TEST_CONTEXT("on " << mx::to_string(ctxs)) {
+      const std::int64_t n = std::int64_t{1} << 22;
+      std::vector<std::vector<nd::NDArray>> slot0(1), slot1(1);
+      for (std::size_t r = 0; r < ctxs.size(); ++r) {
+        slot0[0].push_back(nd::full({n}, static_cast<double>(r + 1), ctxs[r]));
+        slot1[0].push_back(nd::full({n}, static_cast<double>(10 * (r + 1)), ctxs[r]));
+      }
+      for (mx::Context ctx : ctxs) nd::overlap::mark(ctx, 0);
+      nd::overlap::all_reduce(slot0, 0);
+      for (mx::Context ctx : ctxs) nd::overlap::mark(ctx, 1);
+      nd::overlap::all_reduce(slot1, 1);
+      std::vector<nd::NDArray> first;  // slot 0's sums, copied on each GPU's stream
+      for (std::size_t r = 0; r < ctxs.size(); ++r) {
+        nd::overlap::join(ctxs[r], 0);
+        first.push_back(slot0[0][r].copy());
+      }
+      for (mx::Context ctx : ctxs) nd::overlap::defer_join(ctx);
+      std::vector<nd::NDArray> second;  // queued after the deferred join: slot 1's sums
+      for (std::size_t r = 0; r < ctxs.size(); ++r) second.push_back(slot1[0][r].copy());
+      for (std::size_t r = 0; r < ctxs.size(); ++r) {
+        BOOST_TEST_CONTEXT("on " << ctxs[r].str()) {
+          const std::vector<float> a = first[r].asvector<float>(), b = second[r].asvector<float>();
+          BOOST_TEST(std::count(a.begin(), a.end(), 3.0f) == n);
+          BOOST_TEST(std::count(b.begin(), b.end(), 30.0f) == n);
+        }
+      }
+    }
+  }
+  NDG_CHECK_THROWS_WITH(nd::overlap::join(mx::gpu(0), -2), mx::ValueError, "overlap::join", "slot -2");
 }
 
 BOOST_AUTO_TEST_CASE(a_group_with_one_copy_is_left_as_it_is) {
