@@ -29,36 +29,63 @@ double median_seconds(Fn&& fn, Sync&& sync, int reps, int trials = 5) {
   return times[times.size() / 2];
 }
 
-// The medians of median_seconds for two ways of doing one thing, their trials interleaved (a, b,
-// b, a, a, b, ...), so that a drift of the machine's speed during the run (other tenants, clocks)
-// moves both alike instead of the one measured second, and neither is always the one that runs
-// right after the other.
-// `warm` untimed calls open every trial (for two modes of one object that must settle after each
-// switch).
+// Two ways of doing one thing, their trials interleaved (a, b, b, a, a, b, ...), so that a drift
+// of the machine's speed during the run (other tenants, clocks) moves both alike instead of the one
+// measured second, and neither is always the one that runs right after the other. `warm` untimed
+// calls open every trial (for two modes of one object that must settle after each switch).
+struct Paired {
+  double a = 0, b = 0;  // median seconds per call of each
+  // a's time over b's in each pair of trials run back to back: their median and quartiles. Slow
+  // drifts cancel within a pair, so this resolves smaller differences than a / b does.
+  double ratio = 0, ratio_low = 0, ratio_high = 0;
+  int pairs = 0;
+};
+
 template <class FnA, class FnB, class Sync>
-std::pair<double, double> paired_median_seconds(FnA&& a, FnB&& b, Sync&& sync, int reps, int trials = 9,
-                                                int warm = 0) {
-  std::vector<double> times_a, times_b;
-  const auto trial = [&](auto& fn, std::vector<double>& times, bool keep) {
+Paired paired_seconds(FnA&& a, FnB&& b, Sync&& sync, int reps, int trials = 9, int warm = 0) {
+  std::vector<double> times_a, times_b, ratios;
+  const auto trial = [&](auto& fn) {
     for (int w = 0; w < warm; ++w) fn();
     sync();
     const auto start = std::chrono::steady_clock::now();
     for (int r = 0; r < reps; ++r) fn();
     sync();
-    if (keep) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps;
   };
   for (int t = 0; t <= trials; ++t) {  // trial 0 warms both up
+    double ta = 0, tb = 0;
     if (t % 2 == 0) {
-      trial(a, times_a, t > 0);
-      trial(b, times_b, t > 0);
+      ta = trial(a);
+      tb = trial(b);
     } else {
-      trial(b, times_b, true);
-      trial(a, times_a, true);
+      tb = trial(b);
+      ta = trial(a);
     }
+    if (t == 0) continue;
+    times_a.push_back(ta);
+    times_b.push_back(tb);
+    ratios.push_back(ta / tb);
   }
-  std::sort(times_a.begin(), times_a.end());
-  std::sort(times_b.begin(), times_b.end());
-  return {times_a[times_a.size() / 2], times_b[times_b.size() / 2]};
+  const auto at = [](std::vector<double>& v, double q) {
+    std::sort(v.begin(), v.end());
+    return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+  };
+  Paired out;
+  out.a = at(times_a, 0.5);
+  out.b = at(times_b, 0.5);
+  out.ratio = at(ratios, 0.5);
+  out.ratio_low = at(ratios, 0.25);
+  out.ratio_high = at(ratios, 0.75);
+  out.pairs = static_cast<int>(ratios.size());
+  return out;
+}
+
+// The two medians of paired_seconds.
+template <class FnA, class FnB, class Sync>
+std::pair<double, double> paired_median_seconds(FnA&& a, FnB&& b, Sync&& sync, int reps, int trials = 9,
+                                                int warm = 0) {
+  const Paired p = paired_seconds(a, b, sync, reps, trials, warm);
+  return {p.a, p.b};
 }
 
 // Runs `python3 SCRIPT ARGS` and reads lines "case seconds" (the PyTorch peer). Empty when python3

@@ -230,8 +230,9 @@ int main(int argc, char** argv) {
   // again): two blocks hold their weights and buffers at different addresses, which alone moved
   // these cases by up to 10% on a 16-core host (two eager blocks doing the same work: 0.965-1.107).
   // Each case is also timed eager against itself, how far apart two runs of the same code land on
-  // this host: the resolution of the hybridized/eager ratio.
-  constexpr int kCpuTrials = 41;
+  // this host: the resolution of the hybridized/eager ratio. The ratio is also taken per pair of
+  // trials run back to back (bench::Paired), which the host's slow drifts do not move.
+  constexpr int kCpuTrials = 101;
   struct CpuCase {
     const char* name;
     const char* metric;
@@ -260,12 +261,13 @@ int main(int argc, char** argv) {
       };
     };
     constexpr int kWarm = 2;  // a trace, then a replay that finds its buffers free
-    const auto [eager, hybridized] =
-        bench::paired_median_seconds(in_mode(false), in_mode(true), nd_sync, c.reps, kCpuTrials, kWarm);
-    add_case(rows, c.name, c.metric, "", eager, hybridized);
-    const auto [first, second] =
-        bench::paired_median_seconds(in_mode(false), in_mode(false), nd_sync, c.reps, kCpuTrials, kWarm);
-    std::printf("%s: eager against itself %.3fx (this host's spread)\n", c.name, first / second);
+    const bench::Paired modes = bench::paired_seconds(in_mode(false), in_mode(true), nd_sync, c.reps, kCpuTrials, kWarm);
+    add_case(rows, c.name, c.metric, "", modes.a, modes.b);
+    const bench::Paired same = bench::paired_seconds(in_mode(false), in_mode(false), nd_sync, c.reps, kCpuTrials, kWarm);
+    std::printf("%s: hybridized over eager %.3fx of the medians; per pair of trials %.4fx (quartiles %.4f-%.4f, "
+                "%d pairs); eager against itself %.3fx of the medians, per pair %.4fx (quartiles %.4f-%.4f)\n",
+                c.name, modes.a / modes.b, modes.ratio, modes.ratio_low, modes.ratio_high, modes.pairs,
+                same.a / same.b, same.ratio, same.ratio_low, same.ratio_high);
   }
 
   if (have_gpu) bench::attach_peer(rows, bench::run_peer("python3 " + peer_script + " hybridize"));
