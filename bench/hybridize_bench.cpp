@@ -127,11 +127,11 @@ std::function<void()> elementwise_call(std::shared_ptr<ElementwiseChain> chain, 
   return [chain, x] { nd::NDArray y = (*chain)(x); };
 }
 
-// Seconds per add of the chain on ctx.
-double add_chain_seconds_per_op(mx::Context ctx, bool hybridized, int reps) {
+// Seconds per add of the chain on ctx, in dtype.
+double add_chain_seconds_per_op(mx::Context ctx, bool hybridized, int reps, mx::DType dtype = mx::DType::float32) {
   AddChain chain;
   if (hybridized) chain.hybridize(true, true, true);
-  const nd::NDArray x = nd::random::uniform(0, 1, {4}, ctx);
+  const nd::NDArray x = nd::random::uniform(0, 1, {4}, ctx).astype(dtype);
   nd::NDArray y;
   return bench::median_seconds([&] { y = chain(x); }, nd_sync, reps) / kAdds;
 }
@@ -222,6 +222,11 @@ int main(int argc, char** argv) {
       const double eager = add_chain_seconds_per_op(gpu0, false, 1000);
       const double hybridized = add_chain_seconds_per_op(gpu0, true, 1000);
       add_case(rows, "tiny add chain, 50 adds on (4,)", "us/op", "add_chain", eager, hybridized, 1.0);
+    }
+    {  // the 16-bit types fuse as float32 does (ndarray/ops/fused.hpp)
+      const double eager = add_chain_seconds_per_op(gpu0, false, 1000, mx::DType::bfloat16);
+      const double hybridized = add_chain_seconds_per_op(gpu0, true, 1000, mx::DType::bfloat16);
+      add_case(rows, "tiny add chain, 50 adds on (4,), bfloat16", "us/op", "", eager, hybridized, 1.0);
     }
   }
   // cpu(0): the two modes run the same GEMMs and differ by a few percent at most, less than a

@@ -60,7 +60,8 @@ class Executor {
     // computes each parameter's gradient where it belongs). Used where it has the head's shape,
     // dtype and context, is contiguous and the head is an op's own output (not a view).
     std::vector<nd::NDArray> head_targets{};
-    // Runs of float32 elementwise steps replayed as one kernel each (ndarray/ops/fused.hpp): on a
+    // Runs of elementwise steps of one dtype (float32, float16, bfloat16) replayed as one kernel
+    // each (ndarray/ops/fused.hpp): on a
     // GPU one launch where each would cost more than its step's work, on cpu(0) one pass over
     // memory and one OpenMP region (a training step's loss and gradient steps: 1.5-4% of the
     // step on 2 cores); `gpu` fuses on GPUs only.

@@ -17,9 +17,10 @@ using nd::NDArray;
 
 const FusedProgram& program_of(const Invocation& inv) { return *inv.params.as<FusedParams>().program; }
 
-// Every output has the shape of the first input, in float32.
+// Every output has the shape of the first input, in the program's dtype.
 void fused_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
-  out.assign(program_of(inv).outputs, OutputSpec{inv.inputs.at(0).shape(), DType::float32});
+  const FusedProgram& p = program_of(inv);
+  out.assign(p.outputs, OutputSpec{inv.inputs.at(0).shape(), p.dtype});
 }
 
 // The CPU loop interprets a block of kFusedBlock elements at a time: one dispatch per instruction
@@ -27,10 +28,11 @@ void fused_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
 // same functor as the op's own kernel (an interpreter per element spent more on dispatch than the
 // separate kernels spent on memory: 2-3x their time for a chain of 10 ops).
 constexpr int kFusedBlock = 256;
-using Slots = float[kFusedMaxInputs + kFusedMaxInstrs][kFusedBlock];
+template <class T>
+using Slots = T[kFusedMaxInputs + kFusedMaxInstrs][kFusedBlock];
 
-template <class F>
-void each(float* r, int n, F f) {
+template <class T, class F>
+void each(T* r, int n, F f) {
 #pragma omp simd
   for (int i = 0; i < n; ++i) r[i] = f(i);
 }
@@ -57,11 +59,12 @@ void with_binary(BinaryOp op, Fn&& fn) {
   }
 }
 
-void fused_block(const FusedProgram& p, Slots& v, int n) {
+template <class T>
+void fused_block(const FusedProgram& p, Slots<T>& v, int n) {
   for (int j = 0; j < p.instrs; ++j) {
     const FusedInstr& in = p.code[j];
-    float* r = v[p.inputs + j];
-    const float *a = v[in.a], *b = v[in.b], *c = v[in.c];
+    T* r = v[p.inputs + j];
+    const T *a = v[in.a], *b = v[in.b], *c = v[in.c];
     const auto unary = static_cast<UnaryOp>(in.op);
     const auto binary = static_cast<BinaryOp>(in.op);
     switch (in.kind) {
@@ -82,13 +85,13 @@ void fused_block(const FusedProgram& p, Slots& v, int n) {
         break;
       case FusedInstr::scalar:
         with_binary(binary, [&](auto op) {
-          const ScalarForward<decltype(op)::value, float> f{in.constant, in.reverse};
+          const ScalarForward<decltype(op)::value, T> f{T(in.constant), in.reverse};
           each(r, n, [&](int i) { return f(a[i]); });
         });
         break;
       case FusedInstr::scalar_backward:
         with_binary(binary, [&](auto op) {
-          const ScalarBackward<decltype(op)::value, float> f{in.constant, in.reverse};
+          const ScalarBackward<decltype(op)::value, T> f{T(in.constant), in.reverse};
           each(r, n, [&](int i) { return f(a[i], b[i], c[i]); });
         });
         break;
@@ -96,21 +99,30 @@ void fused_block(const FusedProgram& p, Slots& v, int n) {
   }
 }
 
-void fused_cpu(const ExecContext&, const Invocation& inv) {
-  const FusedProgram& p = program_of(inv);
-  const float* in[kFusedMaxInputs] = {};
-  float* out[kFusedMaxOutputs] = {};
-  for (int k = 0; k < p.inputs; ++k) in[k] = static_cast<const float*>(inv.inputs[k].data());
-  for (int o = 0; o < p.outputs; ++o) out[o] = static_cast<float*>(inv.outputs[o].data());
+template <class T>
+void fused_loop(const FusedProgram& p, const Invocation& inv) {
+  const T* in[kFusedMaxInputs] = {};
+  T* out[kFusedMaxOutputs] = {};
+  for (int k = 0; k < p.inputs; ++k) in[k] = static_cast<const T*>(inv.inputs[k].data());
+  for (int o = 0; o < p.outputs; ++o) out[o] = static_cast<T*>(inv.outputs[o].data());
   const std::int64_t n = inv.inputs[0].size(), blocks = (n + kFusedBlock - 1) / kFusedBlock;
   parallel_for(blocks, [&](std::int64_t block) {
-    Slots v;
+    Slots<T> v;
     const std::int64_t first = block * kFusedBlock;
     const int m = static_cast<int>(std::min<std::int64_t>(kFusedBlock, n - first));
     for (int k = 0; k < p.inputs; ++k) std::copy_n(in[k] + first, m, v[k]);
     fused_block(p, v, m);
     for (int o = 0; o < p.outputs; ++o) std::copy_n(v[p.out_slot[o]], m, out[o] + first);
   }, n * (p.instrs + 1));
+}
+
+void fused_cpu(const ExecContext&, const Invocation& inv) {
+  const FusedProgram& p = program_of(inv);
+  switch (p.dtype) {
+    case DType::float16: return fused_loop<float16>(p, inv);
+    case DType::bfloat16: return fused_loop<bfloat16>(p, inv);
+    default: return fused_loop<float>(p, inv);
+  }
 }
 
 struct Fusable {
@@ -136,15 +148,17 @@ const std::unordered_map<const OpDef*, Fusable>& fusable_ops() {
   return table;
 }
 
-// A step can join a run when it is an elementwise op on contiguous float32 arrays of one shape
-// (no broadcasting) with one output.
+bool fusable_dtype(DType dt) { return dt == DType::float32 || dt == DType::float16 || dt == DType::bfloat16; }
+
+// A step can join a run when it is an elementwise op on contiguous arrays of one shape (no
+// broadcasting) and one fusable dtype, with one output.
 const Fusable* fusable(const Invocation& step) {
   const auto it = fusable_ops().find(step.op);
   if (it == fusable_ops().end() || step.outputs.size() != 1) return nullptr;
   const NDArray& y = step.outputs[0];
-  if (y.dtype() != DType::float32 || !y.is_contiguous() || y.size() == 0) return nullptr;
+  if (!fusable_dtype(y.dtype()) || !y.is_contiguous() || y.size() == 0) return nullptr;
   for (const NDArray& x : step.inputs) {
-    if (x.is_none() || x.dtype() != DType::float32 || !x.is_contiguous() || x.shape() != y.shape()) return nullptr;
+    if (x.is_none() || x.dtype() != y.dtype() || !x.is_contiguous() || x.shape() != y.shape()) return nullptr;
   }
   return &it->second;
 }
@@ -153,6 +167,7 @@ const Fusable* fusable(const Invocation& step) {
 bool build(const std::vector<Invocation>& steps, const std::vector<StepUse>& uses, std::size_t begin,
            std::size_t end, FusedProgram& p, Invocation& fused) {
   p = FusedProgram{};
+  p.dtype = steps[begin].outputs[0].dtype();
   fused = Invocation{&fused_elementwise_op(), {}, {}, {}};
   // An operand is step j's result when j is the latest step before k that wrote its buffer (a
   // buffer serves several values in turn, by liveness); otherwise an input of the run.
@@ -193,7 +208,7 @@ bool build(const std::vector<Invocation>& steps, const std::vector<StepUse>& use
     if (s.inputs.size() > 2) in.c = slot(k, s.inputs[2]);
     if (f.kind == FusedInstr::scalar || f.kind == FusedInstr::scalar_backward) {
       const auto& sp = s.params.as<ScalarParams>();
-      in.constant = static_cast<float>(sp.scalar);  // as the float32 kernels convert it
+      in.constant = static_cast<float>(sp.scalar);  // FusedInstr::constant
       in.reverse = sp.reverse;
     }
     // Written out where read after the run (or by the caller).
@@ -224,7 +239,8 @@ void fuse_elementwise(std::vector<Invocation>& steps, const std::vector<StepUse>
   while (s < steps.size()) {
     std::size_t end = s;
     while (end < steps.size() && end - s < static_cast<std::size_t>(kFusedMaxInstrs) && fusable(steps[end]) &&
-           (end == s || (!uses[end].after_view && steps[end].outputs[0].size() == steps[s].outputs[0].size()))) {
+           (end == s || (!uses[end].after_view && steps[end].outputs[0].size() == steps[s].outputs[0].size() &&
+                         steps[end].outputs[0].dtype() == steps[s].outputs[0].dtype()))) {
       ++end;
     }
     auto program = std::make_unique<FusedProgram>();

@@ -1,15 +1,17 @@
 #pragma once
-// Elementwise fusion of replayed graphs (graph::Executor). A run of consecutive float32 elementwise
-// steps over one element count (unary ops, binary ops of one shape, scalar ops and their
-// gradients) becomes one step, _FusedElementwise, that computes them all per element in registers
-// and writes only the values that are read after the run: one kernel launch instead of one per op,
-// which is what a replayed graph of small ops pays for. Each instruction calls the functor the
-// op's own kernels call (elementwise_functors.hpp), so the values are bit-identical to the steps
-// it replaces. Internal.
+// Elementwise fusion of replayed graphs (graph::Executor). A run of consecutive elementwise steps
+// of one dtype (float32, float16 or bfloat16) over one element count (unary ops, binary ops of one
+// shape, scalar ops and their gradients) becomes one step, _FusedElementwise, that computes them
+// all per element in registers and writes only the values that are read after the run: one
+// kernel launch instead of one per op, which is what a replayed graph of small ops pays for. Each
+// instruction calls the functor the op's own kernels call (elementwise_functors.hpp) on the run's
+// element type, which rounds each result to it as the op's kernel does when it stores it, so the
+// values are bit-identical to the steps it replaces. Internal.
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "ndarray/dtype.hpp"
 #include "ndarray/ops/op.hpp"
 
 namespace mx::op {
@@ -20,13 +22,16 @@ struct FusedInstr {
   std::uint8_t op = 0;        // the UnaryOp or BinaryOp
   bool reverse = false;       // scalar ops: scalar op a
   std::uint8_t a = 0, b = 0, c = 0;  // operand slots (gradients: g, x, y)
-  float constant = 0;         // scalar ops: the scalar, as the float32 kernels convert it
+  // Scalar ops: the scalar as float, which each of the three element types converts exactly as its
+  // kernel converts the op's double (HalfType(double) goes through float).
+  float constant = 0;
 };
 
 inline constexpr int kFusedMaxInputs = 8, kFusedMaxOutputs = 8, kFusedMaxInstrs = 24;
 
 // Slots 0 .. inputs-1 hold the inputs' elements, inputs + j instruction j's result.
 struct FusedProgram {
+  DType dtype = DType::float32;  // of every input, value and output
   std::uint8_t inputs = 0, outputs = 0, instrs = 0;
   std::uint8_t out_slot[kFusedMaxOutputs] = {};
   FusedInstr code[kFusedMaxInstrs] = {};

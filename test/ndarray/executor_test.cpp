@@ -294,59 +294,66 @@ BOOST_AUTO_TEST_CASE(fused_elementwise_runs_replay_the_op_by_op_values) {
 
 // Every instruction kind and every op: the unary ops on a positive input, the binary ops, the
 // scalar ops both ways, and the gradients of the unary and scalar ops, each a head (so that runs
-// end at eight outputs and inputs are shared across runs), bit for bit as op by op.
+// end at eight outputs and inputs are shared across runs), bit for bit as op by op, in each dtype
+// that fuses (the 16-bit ones round every result as their kernels do).
 BOOST_AUTO_TEST_CASE(every_fusable_op_matches_its_own_kernel_bit_for_bit) {
   namespace op = mx::op;
-  ndg_test::for_each_context([](mx::Context ctx) {
-    const auto body = [](const std::vector<nd::NDArray>& in) {
-      const nd::NDArray x = in[0].abs() + 0.25, z = in[1];
-      std::vector<nd::NDArray> out;
-      for (std::uint8_t u = 0; u < static_cast<std::uint8_t>(mx::UnaryOp::count); ++u) {
-        const nd::NDArray y = op::invoke1(op::unary_op(static_cast<mx::UnaryOp>(u)), {x});
-        out.push_back(y);
-        out.push_back(op::invoke1(op::unary_backward_op(static_cast<mx::UnaryOp>(u)), {z, x, y}));
-      }
-      for (std::uint8_t b = 0; b < static_cast<std::uint8_t>(mx::BinaryOp::count); ++b) {
-        const auto kind = static_cast<mx::BinaryOp>(b);
-        out.push_back(op::invoke1(op::binary_op(kind), {x, z}));
-        for (const bool reverse : {false, true}) {
-          const op::ScalarParams p{1.75, reverse};
-          const nd::NDArray y = op::invoke1(op::scalar_op(kind), {x}, p);
+  for (const mx::DType dtype : {mx::DType::float32, mx::DType::float16, mx::DType::bfloat16}) {
+    ndg_test::for_each_context([dtype](mx::Context ctx) {
+      const auto input = [&](const mx::Shape& shape, unsigned seed) {
+        return random_array(shape, ctx, seed).astype(dtype);
+      };
+      const auto body = [](const std::vector<nd::NDArray>& in) {
+        const nd::NDArray x = in[0].abs() + 0.25, z = in[1];
+        std::vector<nd::NDArray> out;
+        for (std::uint8_t u = 0; u < static_cast<std::uint8_t>(mx::UnaryOp::count); ++u) {
+          const nd::NDArray y = op::invoke1(op::unary_op(static_cast<mx::UnaryOp>(u)), {x});
           out.push_back(y);
-          out.push_back(op::invoke1(op::scalar_backward_op(kind), {z, x, y}, p));
+          out.push_back(op::invoke1(op::unary_backward_op(static_cast<mx::UnaryOp>(u)), {z, x, y}));
         }
-      }
-      return out;
-    };
-    // (5, 7): less than one of the CPU loop's blocks of 256; (61, 29): 6 blocks and 233 elements,
-    // over several threads.
-    for (const mx::Shape& shape : {mx::Shape{5, 7}, mx::Shape{61, 29}}) {
-      const nd::NDArray x0 = random_array(shape, ctx, 1), z0 = random_array(shape, ctx, 2);
-      const auto g = std::make_shared<const graph::Graph>(graph::trace(body, {x0, z0}, {"x", "z"}, {}));
-      graph::Executor::Options fused;
-      fused.fuse = graph::Executor::Options::Fuse::always;
-      graph::Executor exec(g, false, {"x", "z"}, {x0, z0}, {}, {}, fused);
-      for (unsigned run = 0; run < 2; ++run) {
-        const nd::NDArray x = random_array(shape, ctx, 10 + run), z = random_array(shape, ctx, 20 + run);
-        const std::vector<nd::NDArray> want = graph::run(*g, {{"x", x}, {"z", z}});
-        const std::vector<nd::NDArray> got = exec.run({x, z}, {});
-        BOOST_TEST_REQUIRE(got.size() == want.size());
-        for (std::size_t h = 0; h < got.size(); ++h) {
-          BOOST_TEST_CONTEXT("shape " << shape << ", run " << run << ", head " << h) {
-            const std::vector<float> a = got[h].asvector<float>(), b = want[h].asvector<float>();
-            // Bit patterns, so that NaN results (log of nothing here, but 0/0 may be) compare too.
-            for (std::size_t i = 0; i < a.size(); ++i) {
-              std::uint32_t ua, ub;
-              std::memcpy(&ua, &a[i], 4);
-              std::memcpy(&ub, &b[i], 4);
-              BOOST_TEST(ua == ub, "element " << i << ": " << a[i] << " vs " << b[i]);
+        for (std::uint8_t b = 0; b < static_cast<std::uint8_t>(mx::BinaryOp::count); ++b) {
+          const auto kind = static_cast<mx::BinaryOp>(b);
+          out.push_back(op::invoke1(op::binary_op(kind), {x, z}));
+          for (const bool reverse : {false, true}) {
+            const op::ScalarParams p{1.75, reverse};
+            const nd::NDArray y = op::invoke1(op::scalar_op(kind), {x}, p);
+            out.push_back(y);
+            out.push_back(op::invoke1(op::scalar_backward_op(kind), {z, x, y}, p));
+          }
+        }
+        return out;
+      };
+      // (5, 7): less than one of the CPU loop's blocks of 256; (61, 29): 6 blocks and 233 elements,
+      // over several threads.
+      for (const mx::Shape& shape : {mx::Shape{5, 7}, mx::Shape{61, 29}}) {
+        const nd::NDArray x0 = input(shape, 1), z0 = input(shape, 2);
+        const auto g = std::make_shared<const graph::Graph>(graph::trace(body, {x0, z0}, {"x", "z"}, {}));
+        graph::Executor::Options fused;
+        fused.fuse = graph::Executor::Options::Fuse::always;
+        graph::Executor exec(g, false, {"x", "z"}, {x0, z0}, {}, {}, fused);
+        for (unsigned run = 0; run < 2; ++run) {
+          const nd::NDArray x = input(shape, 10 + run), z = input(shape, 20 + run);
+          const std::vector<nd::NDArray> want = graph::run(*g, {{"x", x}, {"z", z}});
+          const std::vector<nd::NDArray> got = exec.run({x, z}, {});
+          BOOST_TEST_REQUIRE(got.size() == want.size());
+          for (std::size_t h = 0; h < got.size(); ++h) {
+            BOOST_TEST_CONTEXT(mx::dtype_name(dtype) << ", shape " << shape << ", run " << run << ", head " << h) {
+              BOOST_TEST(got[h].dtype() == dtype);
+              const std::vector<float> a = got[h].asvector<float>(), b = want[h].asvector<float>();
+              // Bit patterns, so that NaN results (log of nothing here, but 0/0 may be) compare too.
+              for (std::size_t i = 0; i < a.size(); ++i) {
+                std::uint32_t ua, ub;
+                std::memcpy(&ua, &a[i], 4);
+                std::memcpy(&ub, &b[i], 4);
+                BOOST_TEST(ua == ub, "element " << i << ": " << a[i] << " vs " << b[i]);
+              }
             }
           }
         }
+        BOOST_TEST(exec.steps() < g->nodes.size() / 4);  // fused, not op by op
       }
-      BOOST_TEST(exec.steps() < g->nodes.size() / 4);  // fused, not op by op
-    }
-  });
+    });
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
