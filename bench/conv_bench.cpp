@@ -102,6 +102,11 @@ int main(int argc, char** argv) {
     };
     const double t_nd = bench::median_seconds(fwd_bwd(false), nd_sync, 20);
     const double t_bias = bench::median_seconds(fwd_bwd(true), nd_sync, 20);
+    // TF32 where the user allows it (set_matmul_precision("high")), against PyTorch's
+    // cudnn.allow_tf32.
+    mx::set_matmul_precision("high");
+    const double t_tf32 = bench::median_seconds(fwd_bwd(true), nd_sync, 20);
+    mx::set_matmul_precision("highest");
 
     // The raw passes: the plans ndgluon chose, run on buffers of their own.
     op::ConvolutionParams p;
@@ -151,6 +156,12 @@ int main(int argc, char** argv) {
     with_bias.raw = 0;
     with_bias.target = 0;
     rows.push_back(with_bias);
+    bench::Row tf32 = with_bias;
+    tf32.name = "Conv2d 3x3 64->64, (64, 64, 56, 56), fwd+bwd, with bias, TF32 (set_matmul_precision high)";
+    tf32.peer_key = "conv2d_tf32_fwd_bwd";
+    tf32.ndgluon = tf32.from_seconds(t_tf32);
+    tf32.peer_target = 1.0;
+    rows.push_back(tf32);
   }
 
   {

@@ -144,6 +144,9 @@ def conv():
 
     conv2d = torch.nn.Conv2d(64, 64, 3, padding=1, bias=True).to(dev)
     print("conv2d_fwd_bwd", median_seconds(fwd_bwd(conv2d, (64, 64, 56, 56)), 20))
+    torch.backends.cudnn.allow_tf32 = True
+    print("conv2d_tf32_fwd_bwd", median_seconds(fwd_bwd(conv2d, (64, 64, 56, 56)), 20))
+    torch.backends.cudnn.allow_tf32 = False
     # channels last, bfloat16 autocast, no bias (float32 data and weight cast each step)
     x_last = torch.rand(64, 64, 56, 56, device=dev).to(memory_format=torch.channels_last).requires_grad_()
     conv_last = torch.nn.Conv2d(64, 64, 3, padding=1, bias=False).to(dev).to(memory_format=torch.channels_last)

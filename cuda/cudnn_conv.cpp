@@ -21,6 +21,7 @@
 
 #include "context/error.hpp"
 #include "cuda/check.hpp"
+#include "ndarray/ops/linalg_kernels.hpp"
 
 namespace mx::cuda {
 namespace {
@@ -33,11 +34,14 @@ constexpr int kTimedRuns = 3;          // after one warm-up; the best is kept
 // Engines whose results would differ from the CPU reference by more than float rounding: TF32
 // tensor cores, inputs converted down, reduced-precision sums. Tensor cores are what float16 and
 // bfloat16 data is meant for (they multiply 16-bit values exactly and sum in float32): allowed
-// for those.
+// for those, and for float32 under set_matmul_precision("high"), which asks for TF32 (as
+// PyTorch's cudnn.allow_tf32).
 constexpr std::pair<cudnnBackendNumericalNote_t, const char*> kExcludedNotes[] = {
     {CUDNN_NUMERICAL_NOTE_TENSOR_CORE, "tensor cores"},
     {CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS, "down-converted inputs"},
     {CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION, "reduced-precision reduction"}};
+
+bool tensor_cores_allowed(DType dtype) { return is_half(dtype) || (dtype == DType::float32 && op::allow_tf32()); }
 
 // Engines that sum with atomics give results that may differ from run to run in the last bits.
 // They are allowed, as MXNet's and PyTorch's autotuners allow them, unless MXNET_ENFORCE_DETERMINISM
@@ -280,7 +284,7 @@ struct EngineInfo {
   std::string name;
   std::string excluded;  // "" when none
 };
-EngineInfo engine_info(const Descriptor& config, bool sixteen_bit) {
+EngineInfo engine_info(const Descriptor& config, bool tensor_cores) {
   Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
   cudnnBackendDescriptor_t raw = engine.get();
   std::int64_t index = -1;
@@ -306,7 +310,7 @@ EngineInfo engine_info(const Descriptor& config, bool sixteen_bit) {
   for (std::int64_t i = 0; i < note_count; ++i) {
     const auto exclude = [&](const char* why) { result.excluded += (result.excluded.empty() ? "" : ", ") + std::string(why); };
     for (const auto& [note, name] : kExcludedNotes) {
-      if (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && sixteen_bit) continue;
+      if (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && tensor_cores) continue;
       if (notes[static_cast<std::size_t>(i)] == note) exclude(name);
     }
     if (notes[static_cast<std::size_t>(i)] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC && enforce_determinism()) {
@@ -318,7 +322,7 @@ EngineInfo engine_info(const Descriptor& config, bool sixteen_bit) {
 
 // The heuristics' candidates for a graph, mode A's then FALLBACK's, that finalize into plans: up
 // to kMaxPlans, each engine config once.
-std::vector<Plan> candidate_plans(cudnnHandle_t handle, const std::shared_ptr<const Graph>& graph) {
+std::vector<Plan> candidate_plans(cudnnHandle_t handle, const std::shared_ptr<const Graph>& graph, bool tensor_cores) {
   std::vector<Plan> plans;
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     Descriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
@@ -334,7 +338,7 @@ std::vector<Plan> candidate_plans(cudnnHandle_t handle, const std::shared_ptr<co
 
     for (std::int64_t i = 0; i < count && plans.size() < kMaxPlans; ++i) {
       Descriptor& config = configs.owned[static_cast<std::size_t>(i)];
-      EngineInfo engine = engine_info(config, is_half(graph->dtype));
+      EngineInfo engine = engine_info(config, tensor_cores);
       bool seen = false;
       for (const Plan& p : plans) seen |= p.engine == engine.name;
       if (seen) continue;
@@ -429,7 +433,7 @@ std::unique_ptr<Plan> choose_plan(const op::ExecContext& ec, cudnnHandle_t handl
   const auto graph = std::make_shared<const Graph>(handle, pass, g, alignment);
   std::vector<Plan> plans;
   if (graph->status() == CUDNN_STATUS_SUCCESS) {
-    plans = candidate_plans(handle, graph);
+    plans = candidate_plans(handle, graph, tensor_cores_allowed(g.dtype));
   } else if (verbose()) {
     std::fprintf(stderr, "ndgluon cudnn:   no operation graph: %s\n", cudnnGetErrorString(graph->status()));
   }
@@ -473,13 +477,14 @@ std::int64_t alignment_of(const std::array<const void*, 3>& operands) {
   return static_cast<std::int64_t>(bits & (~bits + 1));
 }
 
-// What a plan is chosen for: pass, dtype, alignment, layout and every extent of the geometry.
-using Key = std::array<std::int64_t, 27>;
+// What a plan is chosen for: pass, dtype, whether tensor cores may serve it, alignment, layout and
+// every extent of the geometry.
+using Key = std::array<std::int64_t, 28>;
 Key key_of(op::ConvPass pass, const op::ConvGeometry& g, std::int64_t alignment) {
   const op::Window& w = g.window;
-  Key key{static_cast<std::int64_t>(pass), static_cast<std::int64_t>(g.dtype), alignment, w.spatial,
-          g.batch, g.in_channels, g.out_channels, g.groups, g.channels_last};
-  std::size_t i = 9;
+  Key key{static_cast<std::int64_t>(pass), static_cast<std::int64_t>(g.dtype), tensor_cores_allowed(g.dtype),
+          alignment, w.spatial, g.batch, g.in_channels, g.out_channels, g.groups, g.channels_last};
+  std::size_t i = 10;
   for (const op::Dims3* dims : {&g.in, &g.out, &w.kernel, &w.stride, &w.pad, &w.dilation}) {
     for (std::int32_t d : *dims) key[i++] = d;
   }

@@ -1,7 +1,7 @@
 #pragma once
 // The cuDNN path of Convolution (built with the cudnn option): one pass through cuDNN 9's graph API,
-// with the engine chosen once per (pass, geometry, dtype, alignment) by timing cuDNN's candidates.
-// Internal to cuda/ and bench/.
+// with the engine chosen once per (pass, geometry, dtype, TF32 allowed, alignment) by timing
+// cuDNN's candidates. Internal to cuda/ and bench/.
 #include <cudnn.h>
 
 #include <cstdint>

@@ -7,11 +7,11 @@
 
 namespace mx {
 
-// The internal precision of float32 matrix products (dot, FullyConnected), as torch's
-// set_float32_matmul_precision: "highest" (the default) computes in float32; "high" lets a GPU
-// use TF32 tensor cores (10-bit mantissa inputs, float32 accumulation), several times faster.
-// cpu(0) always computes in float32. Another word is an mx::ValueError. A graph captured by
-// hybridize keeps the precision it was captured with.
+// The internal precision of float32 matrix products (dot, FullyConnected) and convolutions, as
+// torch's set_float32_matmul_precision and cudnn.allow_tf32 together: "highest" (the default)
+// computes in float32; "high" lets a GPU use TF32 tensor cores (10-bit mantissa inputs, float32
+// accumulation), several times faster. cpu(0) always computes in float32. Another word is an
+// mx::ValueError. A graph captured by hybridize keeps the precision it was captured with.
 void set_matmul_precision(const std::string& precision);
 std::string matmul_precision();  // "highest" or "high"
 

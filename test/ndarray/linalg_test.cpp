@@ -288,4 +288,43 @@ BOOST_AUTO_TEST_CASE(integer_operands_are_refused) {
   });
 }
 
+// set_matmul_precision: "high" lets a GPU run float32 products and convolutions in TF32, within
+// TF32's rounding (inputs to 10-bit mantissas) of the reference; "highest" keeps them float32
+// (1e-5, which TF32 would fail); cpu(0) is float32 under both. Another word is refused and changes
+// nothing.
+BOOST_AUTO_TEST_CASE(matmul_precision_governs_float32_products_and_convolutions) {
+  struct Restore {
+    ~Restore() { mx::set_matmul_precision("highest"); }
+  } restore;
+  NDG_CHECK_THROWS_WITH(mx::set_matmul_precision("medium"), mx::ValueError, "set_matmul_precision", "\"medium\"");
+  BOOST_TEST(mx::matmul_precision() == "highest");
+  const std::int64_t m = 48, k = 300, n = 40;
+  const Values a = uniform_values(static_cast<std::size_t>(m * k), 21);
+  const Values b = uniform_values(static_cast<std::size_t>(k * n), 22);
+  const mx::Shape x_shape{2, 8, 12, 12}, w_shape{16, 8, 3, 3};
+  const Values xv = uniform_values(static_cast<std::size_t>(x_shape.numel()), 23);
+  const Values wv = uniform_values(static_cast<std::size_t>(w_shape.numel()), 24);
+  const nd::ConvolutionOptions conv{.kernel = {3, 3}, .pad = {1, 1}, .num_filter = 16, .no_bias = true};
+  // The references, in double from the inputs as rounded to float32.
+  const nd::NDArray x32 = nd::array(a, {m, k}, mx::cpu()), y32 = nd::array(b, {k, n}, mx::cpu());
+  const Values product = naive_matmul(values(x32), values(y32), m, k, n);
+  const auto in_double = [](const Values& v, const mx::Shape& shape) {
+    return nd::array(values(nd::array(v, shape, mx::cpu())), shape, mx::cpu(), DType::float64);
+  };
+  const Values convolved = values(nd::Convolution(in_double(xv, x_shape), in_double(wv, w_shape), {}, conv));
+  for (const std::string precision : {"highest", "high"}) {
+    mx::set_matmul_precision(precision);
+    BOOST_TEST(mx::matmul_precision() == precision);
+    ndg_test::for_each_context([&](mx::Context ctx) {
+      BOOST_TEST_CONTEXT(precision << " on " << ctx.str()) {
+        const double tolerance = precision == "high" && ctx.is_gpu() ? 5e-3 : 1e-5;
+        const nd::NDArray c = nd::dot(nd::array(a, {m, k}, ctx), nd::array(b, {k, n}, ctx));
+        BOOST_TEST(ndg_test::relative_error(values(c), product) < tolerance);
+        const nd::NDArray y = nd::Convolution(nd::array(xv, x_shape, ctx), nd::array(wv, w_shape, ctx), {}, conv);
+        BOOST_TEST(ndg_test::relative_error(values(y), convolved) < tolerance);
+      }
+    });
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
