@@ -19,9 +19,7 @@ Device::Device(int id) : id_(id) {
   NDG_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
   // Above the device's work in priority: a collective's blocks are scheduled as soon as SMs free up,
   // so the sum runs beside the backward GEMMs instead of after them.
-  int least = 0, greatest = 0;
-  NDG_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  NDG_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, greatest));
+  comm_stream_ = make_priority_stream();
   NDG_CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
   // Before any use of the generator (curand_position() may create it): draws must be queued on
   // this stream, or the ops that read them would not be ordered after them.
@@ -43,6 +41,14 @@ cublasHandle_t Device::cublas() {
     NDG_CUDA_CHECK(cublasSetStream(cublas_, stream_));
   });
   return cublas_;
+}
+
+cudaStream_t make_priority_stream() {
+  int least = 0, greatest = 0;
+  NDG_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  cudaStream_t stream = nullptr;
+  NDG_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest));
+  return stream;
 }
 
 namespace {

@@ -43,6 +43,9 @@ class Device {
   // it back, for a caller that joins slot by slot.
   void mark(int slot);
   cudaStream_t comm_stream_after(int slot);
+  // Where a collective of `slot` runs: stream() for kOnStream (ndarray/backend.hpp; any negative
+  // slot), else comm_stream_after(slot).
+  cudaStream_t collective_stream(int slot) { return slot < 0 ? stream() : comm_stream_after(slot); }
   void comm_queued(int slot);
   void join_comm();
   void join_comm(int slot);
@@ -109,6 +112,10 @@ struct DependentLaunch {
   DependentLaunch(const DependentLaunch&) = delete;  // config points at attribute
   DependentLaunch& operator=(const DependentLaunch&) = delete;
 };
+
+// A new non-blocking stream of the device's highest priority (call with the device current): a
+// collective's work on it is scheduled as soon as SMs or copy engines free up.
+cudaStream_t make_priority_stream();
 
 // The state of gpu(id), created on first use. Callers make gpu(id) current with a DeviceGuard.
 Device& device(int id);

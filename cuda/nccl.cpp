@@ -56,10 +56,7 @@ std::string device_list(const std::vector<int>& devices) {
 // its communication stream after the slot's mark.
 std::vector<cudaStream_t> streams_for(const std::vector<int>& devices, int slot) {
   std::vector<cudaStream_t> streams;
-  for (int d : devices) {
-    cuda::Device& dev = cuda::device(d);
-    streams.push_back(slot == kOnStream ? dev.stream() : dev.comm_stream_after(slot));
-  }
+  for (int d : devices) streams.push_back(cuda::device(d).collective_stream(slot));
   return streams;
 }
 

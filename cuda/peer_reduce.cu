@@ -97,11 +97,7 @@ PeerState& peer_state(int device, std::size_t lanes) {
   };
   if (!s.opened) s.opened = event();
   while (s.lanes.size() < lanes) {
-    int least = 0, greatest = 0;
-    NDG_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    cudaStream_t lane = nullptr;
-    NDG_CUDA_CHECK(cudaStreamCreateWithPriority(&lane, cudaStreamNonBlocking, greatest));
-    s.lanes.push_back(lane);
+    s.lanes.push_back(make_priority_stream());
     s.done.push_back(event());
   }
   return s;
@@ -181,7 +177,7 @@ bool copy_engine_all_reduce(const std::vector<int>& devices, const std::vector<A
     Device& dev = device(devices[j]);
     DeviceGuard guard(devices[j]);
     states.push_back(&peer_state(devices[j], devices.size()));
-    streams.push_back(slot == kOnStream ? dev.stream() : dev.comm_stream_after(slot));
+    streams.push_back(dev.collective_stream(slot));
     NDG_CUDA_CHECK(cudaMallocFromPoolAsync(&scratch[j], static_cast<std::size_t>(length_of(j) * (n - 1)) * esize + 1,
                                            dev.pool(), streams.back()));
     NDG_CUDA_CHECK(cudaEventRecord(states.back()->opened, streams.back()));

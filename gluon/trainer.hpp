@@ -84,7 +84,9 @@ class Trainer {
   // "nccl", or no peer access) the sums follow backward, unless optimizer_params give
   // bucket_cap_mb. With buckets, once the last context's backward has returned, the gradients are
   // the sums, and work queued between the contexts' backward calls must neither read nor write
-  // their gradients (a read that waits for the value, such as asvector, may).
+  // their gradients (a read that waits for the value, such as asvector, may). step (and update)
+  // then updates each bucket's parameters as soon as that bucket's sum is done, beside the later
+  // sums (Note [updates in turn] in gluon/gradient_buckets.hpp).
   // Parameters are bucketed when the Trainer is made or at a step, once they are initialised; the
   // parameters with grad_req "add" are summed in step.
   //
