@@ -21,9 +21,9 @@
 
 #include "bench/bench_util.hpp"
 #include "bench/cuda_check.hpp"
+#include "bench/peer_cli.hpp"
 #include "cuda/cudnn_conv.hpp"
 #include "cuda/device.hpp"
-#include "bench/peer_cli.hpp"
 #include "tutorials/lenet/models.hpp"
 
 namespace nd = mx::nd;

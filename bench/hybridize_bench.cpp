@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
       const double hybridized = add_chain_seconds_per_op(gpu0, true, 1000);
       add_case(rows, "tiny add chain, 50 adds on (4,)", "us/op", "add_chain", eager, hybridized, 1.0);
     }
-    {  // the 16-bit types fuse as float32 does (ndarray/ops/fused.hpp)
+    {  // the 16-bit types fuse as float32 does (ndarray/graph/fused.hpp)
       const double eager = add_chain_seconds_per_op(gpu0, false, 1000, mx::DType::bfloat16);
       const double hybridized = add_chain_seconds_per_op(gpu0, true, 1000, mx::DType::bfloat16);
       add_case(rows, "tiny add chain, 50 adds on (4,), bfloat16", "us/op", "", eager, hybridized, 1.0);

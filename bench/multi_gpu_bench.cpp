@@ -18,7 +18,7 @@
 #include <gluon/nn.hpp>
 #include <gluon/trainer.hpp>
 #include <gluon/utils.hpp>
-#include <ndarray/dist.hpp>
+#include <ndarray/dist/dist.hpp>
 
 #include "bench/bench_util.hpp"
 #include "bench/cuda_check.hpp"

@@ -17,8 +17,8 @@
 
 #include "bench/bench_util.hpp"
 #include "bench/cuda_check.hpp"
-#include "bench/raw_kernels.hpp"
 #include "bench/peer_cli.hpp"
+#include "bench/raw_kernels.hpp"
 
 namespace nd = mx::nd;
 

@@ -5,7 +5,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/curand_stream.hpp"
-#include "ndarray/host_random.hpp"
+#include "ndarray/backend/host_random.hpp"
 
 namespace mx::detail {
 namespace {

@@ -1,7 +1,7 @@
 #include "cuda/curand_stream.hpp"
 
 #include "cuda/check.hpp"
-#include "ndarray/random.hpp"
+#include "ndarray/ops/random.hpp"
 
 namespace mx::cuda {
 

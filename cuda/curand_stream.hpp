@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "ndarray/dtype.hpp"
+#include "ndarray/core/dtype.hpp"
 
 namespace mx::cuda {
 

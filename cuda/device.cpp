@@ -10,7 +10,7 @@
 #include "cuda/check.hpp"
 #include "cuda/device_guard.hpp"
 #include "cuda/kernels.hpp"
-#include "ndarray/memory.hpp"
+#include "ndarray/core/memory.hpp"
 
 namespace mx::cuda {
 

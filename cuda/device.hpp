@@ -43,7 +43,7 @@ class Device {
   // it back, for a caller that joins slot by slot.
   void mark(int slot);
   cudaStream_t comm_stream_after(int slot);
-  // Where a collective of `slot` runs: stream() for kOnStream (ndarray/backend.hpp; any negative
+  // Where a collective of `slot` runs: stream() for kOnStream (ndarray/backend/backend.hpp; any negative
   // slot), else comm_stream_after(slot).
   cudaStream_t collective_stream(int slot) { return slot < 0 ? stream() : comm_stream_after(slot); }
   void comm_queued(int slot);

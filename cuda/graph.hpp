@@ -1,10 +1,10 @@
 #pragma once
-// CUDA graphs: the GPU backend's Backend::capture (ndarray/backend.hpp). Internal to cuda/.
+// CUDA graphs: the GPU backend's Backend::capture (ndarray/backend/backend.hpp). Internal to cuda/.
 #include <functional>
 #include <memory>
 #include <vector>
 
-#include "ndarray/backend.hpp"
+#include "ndarray/backend/backend.hpp"
 
 namespace mx::cuda {
 

@@ -13,7 +13,7 @@
 
 #include "context/device.hpp"
 #include "cuda/memory.hpp"
-#include "ndarray/backend.hpp"
+#include "ndarray/backend/backend.hpp"
 
 namespace mx {
 namespace {

@@ -1,13 +1,13 @@
 #pragma once
 // The GPU backend's copies through strided views: each queues its kernel on `stream` and checks
-// the launch (the CPU ones are in ndarray/cpu/layout.cpp).
+// the launch (the CPU ones are in ndarray/backend/cpu_layout.cpp).
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "ndarray/backend.hpp"
+#include "ndarray/backend/backend.hpp"
 
 namespace mx::cuda {
 

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ndarray/backend.hpp"
+#include "ndarray/backend/backend.hpp"
 
 namespace mx::cuda {
 

@@ -23,7 +23,7 @@
 #include "cuda/device.hpp"
 #include "cuda/device_guard.hpp"
 #include "cuda/peer_reduce.hpp"
-#include "ndarray/backend.hpp"
+#include "ndarray/backend/backend.hpp"
 
 namespace mx {
 namespace {
@@ -52,7 +52,7 @@ std::string device_list(const std::vector<int>& devices) {
   return out;
 }
 
-// The stream each device runs a collective on (see kOnStream in ndarray/backend.hpp): its own, or
+// The stream each device runs a collective on (see kOnStream in ndarray/backend/backend.hpp): its own, or
 // its communication stream after the slot's mark.
 std::vector<cudaStream_t> streams_for(const std::vector<int>& devices, int slot) {
   std::vector<cudaStream_t> streams;

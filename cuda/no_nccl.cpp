@@ -1,7 +1,7 @@
 // A CUDA build without NCCL (-Dnccl=disabled, or none found): all_reduce uses peer copies.
 #include <string>
 
-#include "ndarray/backend.hpp"
+#include "ndarray/backend/backend.hpp"
 
 namespace mx {
 

@@ -10,7 +10,7 @@
 #include "cuda/device.hpp"
 #include "cuda/device_guard.hpp"
 #include "cuda/launch.hpp"
-#include "ndarray/half.hpp"
+#include "ndarray/core/half.hpp"
 
 namespace mx::cuda {
 namespace {

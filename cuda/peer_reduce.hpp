@@ -13,11 +13,11 @@
 // H100s pulling the chunks instead gave 3.62-3.65x over one GPU, these writes 3.67-3.71x.
 #include <vector>
 
-#include "ndarray/backend.hpp"
+#include "ndarray/backend/backend.hpp"
 
 namespace mx::cuda {
 
-// Queues the sum (AllReduceItem, ndarray/backend.hpp) on each device's stream, or, for a slot >= 0,
+// Queues the sum (AllReduceItem, ndarray/backend/backend.hpp) on each device's stream, or, for a slot >= 0,
 // on its communication stream after its mark for the slot, and returns true. Returns false, with
 // nothing queued, where the copy engines cannot reach (fewer than 2 devices, or a pair of them
 // without peer access), for items of several dtypes or of an integer dtype, and on the devices'

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "gluon/trainer.hpp"
-#include "ndarray/elementwise.hpp"
-#include "ndarray/optimizer_ops.hpp"
+#include "ndarray/ops/elementwise.hpp"
+#include "ndarray/ops/optimizer.hpp"
 
 namespace mx::amp {
 

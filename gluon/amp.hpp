@@ -1,7 +1,7 @@
 #pragma once
 // Dynamic loss scaling for float16 training, as MXNet's amp.init_trainer / amp.scale_loss:
 //
-//   auto amp = mx::amp::autocast(mx::DType::float16);  // ndarray/amp.hpp
+//   auto amp = mx::amp::autocast(mx::DType::float16);  // ndarray/amp/amp.hpp
 //   mx::amp::init_trainer(trainer);
 //   { auto rec = autograd::record(); mx::amp::scale_loss(loss_fn(net(x), y), trainer).backward(); }
 //   trainer.step(batch);  // unscales; skips the step, and halves the scale, if a gradient overflowed
@@ -14,8 +14,8 @@
 #include <memory>
 
 #include "gluon/parameter_dict.hpp"
-#include "ndarray/amp.hpp"
-#include "ndarray/array.hpp"
+#include "ndarray/amp/amp.hpp"
+#include "ndarray/core/array.hpp"
 
 namespace mx::gluon {
 class Trainer;

@@ -1,6 +1,6 @@
 #include "gluon/block.hpp"
 
-#include "ndarray/amp.hpp"
+#include "ndarray/amp/amp.hpp"
 
 #include <cxxabi.h>
 
@@ -12,18 +12,18 @@
 #include <optional>
 #include <set>
 
-#include "gluon/parameter_file.hpp"
 #include "context/device.hpp"
 #include "context/file.hpp"
-#include "ndarray/amp.hpp"
-#include "ndarray/autograd.hpp"
-#include "ndarray/backend.hpp"
-#include "ndarray/describe.hpp"
-#include "ndarray/executor.hpp"
-#include "ndarray/graph.hpp"
-#include "ndarray/ops/trace.hpp"
-#include "ndarray/io.hpp"
-#include "ndarray/profiler.hpp"
+#include "gluon/parameter_file.hpp"
+#include "ndarray/amp/amp.hpp"
+#include "ndarray/autograd/autograd.hpp"
+#include "ndarray/core/describe.hpp"
+#include "ndarray/graph/executor.hpp"
+#include "ndarray/graph/graph.hpp"
+#include "ndarray/graph/trace.hpp"
+#include "ndarray/io/ndarray_file.hpp"
+#include "ndarray/ops/random.hpp"
+#include "ndarray/profiler/profiler.hpp"
 
 namespace mx::gluon {
 
@@ -366,11 +366,11 @@ std::shared_ptr<CachedGraph> Block::trace_forward(const nd::NDArray& x, bool rec
     ~Restore() {
       try {
         for (auto& [array, before] : saved) before.copyto(array);
-        mx::backend(ctx).set_random_position(ctx, random_position);
+        mx::random::set_state(ctx, random_position);
       } catch (...) {  // a failing device reports itself at the next op
       }
     }
-  } restore{x.context(), mx::backend(x.context()).random_position(x.context()), {}};
+  } restore{x.context(), mx::random::get_state(x.context()), {}};
   for (const auto& [key, param] : params) {
     if (param.grad_req() == "null" && param.is_initialized()) {
       for (const nd::NDArray& a : param.list_data()) restore.saved.emplace_back(a, a.copy());

@@ -27,7 +27,7 @@
 #include "gluon/init.hpp"
 #include "gluon/parameter.hpp"
 #include "gluon/parameter_dict.hpp"
-#include "ndarray/array.hpp"
+#include "ndarray/core/array.hpp"
 
 namespace mx::graph {
 struct Graph;

@@ -4,9 +4,9 @@
 #include <functional>
 #include <utility>
 
-#include "ndarray/collective.hpp"
-#include "ndarray/dist.hpp"
-#include "ndarray/profiler.hpp"
+#include "ndarray/dist/collective.hpp"
+#include "ndarray/dist/dist.hpp"
+#include "ndarray/profiler/profiler.hpp"
 
 namespace mx::gluon {
 

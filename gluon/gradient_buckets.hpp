@@ -37,9 +37,9 @@
 #include <vector>
 
 #include "context/context.hpp"
-#include "ndarray/array.hpp"
-#include "ndarray/autograd.hpp"
-#include "ndarray/collective.hpp"
+#include "ndarray/autograd/autograd.hpp"
+#include "ndarray/core/array.hpp"
+#include "ndarray/dist/collective.hpp"
 
 namespace mx::gluon {
 

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "context/error.hpp"
-#include "ndarray/random.hpp"
+#include "ndarray/ops/random.hpp"
 
 namespace mx::init {
 

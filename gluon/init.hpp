@@ -7,7 +7,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "ndarray/array.hpp"
+#include "ndarray/core/array.hpp"
 
 namespace mx::init {
 

@@ -1,10 +1,10 @@
 #include "gluon/loss.hpp"
 
-#include "ndarray/describe.hpp"
-#include "ndarray/elementwise.hpp"
-#include "ndarray/manipulation.hpp"
-#include "ndarray/reduce.hpp"
-#include "ndarray/softmax.hpp"
+#include "ndarray/core/describe.hpp"
+#include "ndarray/ops/elementwise.hpp"
+#include "ndarray/ops/manipulation.hpp"
+#include "ndarray/ops/reduce.hpp"
+#include "ndarray/ops/softmax.hpp"
 
 namespace mx::gluon::loss {
 namespace {

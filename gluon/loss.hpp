@@ -1,7 +1,7 @@
 #pragma once
 // Losses, as mx.gluon.loss: each gives one value per sample, shape (batch,), averaged over the
 // other axes. pred and label live on one context.
-#include "ndarray/array.hpp"
+#include "ndarray/core/array.hpp"
 
 namespace mx::gluon::loss {
 

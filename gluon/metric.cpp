@@ -4,10 +4,10 @@
 #include <cmath>
 #include <limits>
 
-#include "ndarray/creation.hpp"
-#include "ndarray/describe.hpp"
-#include "ndarray/elementwise.hpp"
-#include "ndarray/manipulation.hpp"
+#include "ndarray/core/describe.hpp"
+#include "ndarray/ops/creation.hpp"
+#include "ndarray/ops/elementwise.hpp"
+#include "ndarray/ops/manipulation.hpp"
 
 namespace mx::metric {
 

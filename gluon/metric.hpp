@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "ndarray/array.hpp"
+#include "ndarray/core/array.hpp"
 
 namespace mx::metric {
 

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <optional>
 
-#include "ndarray/creation.hpp"
-#include "ndarray/describe.hpp"
-#include "ndarray/optimizer_ops.hpp"
+#include "ndarray/core/describe.hpp"
+#include "ndarray/ops/creation.hpp"
+#include "ndarray/ops/optimizer.hpp"
 
 namespace mx::gluon {
 namespace {

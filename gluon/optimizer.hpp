@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ndarray/array.hpp"
+#include "ndarray/core/array.hpp"
 
 namespace mx::gluon {
 

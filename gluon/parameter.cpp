@@ -4,9 +4,9 @@
 #include <iostream>
 
 #include "context/device.hpp"
-#include "ndarray/autograd.hpp"
-#include "ndarray/describe.hpp"
-#include "ndarray/creation.hpp"
+#include "ndarray/autograd/autograd.hpp"
+#include "ndarray/core/describe.hpp"
+#include "ndarray/ops/creation.hpp"
 
 namespace mx::gluon {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gluon/init.hpp"
-#include "ndarray/array.hpp"
+#include "ndarray/core/array.hpp"
 
 namespace mx::gluon {
 

@@ -5,9 +5,9 @@
 #include <cstring>
 
 #include "context/file.hpp"
-#include "ndarray/creation.hpp"
-#include "ndarray/describe.hpp"
-#include "ndarray/io.hpp"
+#include "ndarray/core/describe.hpp"
+#include "ndarray/io/ndarray_file.hpp"
+#include "ndarray/ops/creation.hpp"
 
 namespace mx::gluon {
 namespace {

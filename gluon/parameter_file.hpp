@@ -1,6 +1,6 @@
 #pragma once
 // Parameter files. save_parameters and ParameterDict::save write MXNet's NDArray file (nd::save,
-// ndarray/io.hpp): a dict of name -> array, as MXNet's save_parameters writes, so MXNet and
+// ndarray/io/ndarray_file.hpp): a dict of name -> array, as MXNet's save_parameters writes, so MXNet and
 // ndgluon read each other's files. Loading also reads ndgluon's earlier format, told apart by
 // its magic (little-endian):
 //
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "gluon/parameter.hpp"
-#include "ndarray/array.hpp"
+#include "ndarray/core/array.hpp"
 
 namespace mx::gluon {
 

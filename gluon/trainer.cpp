@@ -8,9 +8,9 @@
 #include "context/error.hpp"
 #include "gluon/amp.hpp"
 #include "gluon/gradient_buckets.hpp"
-#include "ndarray/dist.hpp"
-#include "ndarray/optimizer_ops.hpp"
-#include "ndarray/profiler.hpp"
+#include "ndarray/dist/dist.hpp"
+#include "ndarray/ops/optimizer.hpp"
+#include "ndarray/profiler/profiler.hpp"
 
 namespace mx::gluon {
 

@@ -27,7 +27,7 @@
 #include "gluon/lr_scheduler.hpp"
 #include "gluon/optimizer.hpp"
 #include "gluon/parameter_dict.hpp"
-#include "ndarray/collective.hpp"
+#include "ndarray/dist/collective.hpp"
 
 namespace mx::amp {
 class LossScaler;
@@ -42,7 +42,7 @@ class Trainer {
   // kvstore: how gradients are summed across contexts. "device" (the default): NCCL when the build
   // has it and the copies are on GPUs, else peer copies; "nccl": NCCL only; "p2p": peer copies
   // only (GPU-to-GPU over NVLink/PCIe where the pair allows, as MXNet's "device"); "dist_sync"
-  // (MXNet's name): across every process of a job too, after mx::dist::init() (ndarray/dist.hpp),
+  // (MXNet's name): across every process of a job too, after mx::dist::init() (ndarray/dist/dist.hpp),
   // through NCCL. With dist_sync the parameters start as rank 0's (broadcast here, or at the first
   // step for those initialised later), and step(batch_size) takes this process's batch size: the
   // gradients summed over the processes are divided by batch_size * world_size, as Horovod's

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "context/error.hpp"
-#include "ndarray/manipulation.hpp"
+#include "ndarray/ops/manipulation.hpp"
 
 namespace mx::gluon::utils {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ndarray/array.hpp"
+#include "ndarray/core/array.hpp"
 
 namespace mx::gluon::utils {
 

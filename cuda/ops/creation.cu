@@ -3,8 +3,8 @@
 #include "cuda/curand_stream.hpp"
 #include "cuda/device.hpp"
 #include "cuda/launch.hpp"
-#include "ndarray/functors.hpp"
 #include "ndarray/ops/creation_kernels.hpp"
+#include "ndarray/ops/functors.hpp"
 
 namespace mx::op::gpu {
 namespace {

@@ -2,9 +2,9 @@
 // reference loops). Each op is a functor of ndarray/ops/elementwise_functors.hpp run by one of a
 // few generic kernels.
 #include "cuda/launch.hpp"
-#include "ndarray/op_table.hpp"
 #include "ndarray/ops/elementwise_functors.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
+#include "ndarray/ops/op_table.hpp"
 
 namespace mx::op::gpu {
 namespace {

@@ -1,8 +1,8 @@
-// GPU launch of _FusedElementwise (ndarray/ops/fused.hpp): one thread per element runs the program
+// GPU launch of _FusedElementwise (ndarray/graph/fused.hpp): one thread per element runs the program
 // in registers, in the run's element type; the program travels by value in the kernel's parameters, so a captured graph
 // holds it.
 #include "cuda/launch.hpp"
-#include "ndarray/ops/fused_kernels.hpp"
+#include "ndarray/graph/fused_kernels.hpp"
 
 namespace mx::op::gpu {
 namespace {

@@ -10,8 +10,8 @@
 #include <type_traits>
 
 #include "cuda/launch.hpp"
-#include "ndarray/functors.hpp"
-#include "ndarray/op_table.hpp"
+#include "ndarray/ops/functors.hpp"
+#include "ndarray/ops/op_table.hpp"
 #include "ndarray/ops/reduce_kernels.hpp"
 
 namespace mx::op::gpu {

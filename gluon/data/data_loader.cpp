@@ -12,8 +12,8 @@
 #include <thread>
 #include <utility>
 
-#include "ndarray/describe.hpp"
-#include "ndarray/random.hpp"
+#include "ndarray/core/describe.hpp"
+#include "ndarray/ops/random.hpp"
 
 namespace mx::gluon::data {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "ndarray/describe.hpp"
+#include "ndarray/core/describe.hpp"
 
 namespace mx::gluon::data {
 namespace {

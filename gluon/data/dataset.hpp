@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "ndarray/array.hpp"
+#include "ndarray/core/array.hpp"
 
 namespace mx::gluon::data {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "ndarray/creation.hpp"
+#include "ndarray/ops/creation.hpp"
 
 namespace mx::gluon::data {
 namespace {

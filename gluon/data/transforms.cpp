@@ -1,7 +1,7 @@
 #include "gluon/data/transforms.hpp"
 
-#include "ndarray/describe.hpp"
-#include "ndarray/elementwise.hpp"
+#include "ndarray/core/describe.hpp"
+#include "ndarray/ops/elementwise.hpp"
 
 namespace mx::gluon::data {
 

@@ -1,6 +1,6 @@
 #pragma once
 // Transforms of whole batches, for DataLoader's transform argument.
-#include "ndarray/array.hpp"
+#include "ndarray/core/array.hpp"
 
 namespace mx::gluon::data {
 

@@ -1,7 +1,7 @@
 #include "gluon/nn/activation.hpp"
 
-#include "ndarray/elementwise.hpp"
-#include "ndarray/nn.hpp"
+#include "ndarray/ops/elementwise.hpp"
+#include "ndarray/ops/nn.hpp"
 
 namespace mx::gluon::nn {
 

@@ -1,7 +1,7 @@
 #include "gluon/nn/batch_norm.hpp"
 
-#include "ndarray/describe.hpp"
-#include "ndarray/nn.hpp"
+#include "ndarray/core/describe.hpp"
+#include "ndarray/ops/nn.hpp"
 
 namespace mx::gluon::nn {
 

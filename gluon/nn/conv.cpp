@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "gluon/nn/activation.hpp"
-#include "ndarray/describe.hpp"
-#include "ndarray/nn.hpp"
+#include "ndarray/core/describe.hpp"
 #include "ndarray/ops/attrs.hpp"  // channels_last_layout: the op's own reading of layout
+#include "ndarray/ops/nn.hpp"
 
 namespace mx::gluon::nn {
 

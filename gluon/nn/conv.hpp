@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "gluon/block.hpp"
-#include "ndarray/op_kinds.hpp"
+#include "ndarray/ops/op_kinds.hpp"
 
 namespace mx::gluon::nn {
 

@@ -1,8 +1,8 @@
 #include "gluon/nn/dense.hpp"
 
 #include "gluon/nn/activation.hpp"
-#include "ndarray/describe.hpp"
-#include "ndarray/nn.hpp"
+#include "ndarray/core/describe.hpp"
+#include "ndarray/ops/nn.hpp"
 
 namespace mx::gluon::nn {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "gluon/block.hpp"
-#include "ndarray/op_kinds.hpp"
+#include "ndarray/ops/op_kinds.hpp"
 
 namespace mx::gluon::nn {
 

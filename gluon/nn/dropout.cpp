@@ -1,6 +1,6 @@
 #include "gluon/nn/dropout.hpp"
 
-#include "ndarray/nn.hpp"
+#include "ndarray/ops/nn.hpp"
 
 namespace mx::gluon::nn {
 

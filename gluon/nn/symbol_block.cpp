@@ -3,8 +3,8 @@
 #include <map>
 
 #include "context/file.hpp"
-#include "ndarray/graph.hpp"
-#include "ndarray/io.hpp"
+#include "ndarray/graph/graph.hpp"
+#include "ndarray/io/ndarray_file.hpp"
 
 namespace mx::gluon::nn {
 

@@ -1,4 +1,4 @@
-#include "ndarray/dist.hpp"
+#include "ndarray/dist/dist.hpp"
 
 #include <omp.h>
 
@@ -11,11 +11,11 @@
 
 #include "context/device.hpp"
 #include "context/error.hpp"
-#include "ndarray/backend.hpp"
-#include "ndarray/collective.hpp"
-#include "ndarray/creation.hpp"
-#include "ndarray/describe.hpp"
+#include "ndarray/backend/backend.hpp"
+#include "ndarray/core/describe.hpp"
+#include "ndarray/dist/collective.hpp"
 #include "ndarray/dist/rendezvous.hpp"
+#include "ndarray/ops/creation.hpp"
 
 namespace mx::dist {
 namespace {

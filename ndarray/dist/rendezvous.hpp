@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-#include "ndarray/dist.hpp"
+#include "ndarray/dist/dist.hpp"
 
 namespace mx::dist::detail {
 
@@ -24,7 +24,7 @@ bool built_with_mpi();
 // MPI_Finalize, if share_by_mpi called MPI_Init (mpirun counts a rank that exits without it as failed).
 void finalize_mpi();
 
-// The first way the environment offers (see ndarray/dist.hpp); mx::ValueError naming the
+// The first way the environment offers (see ndarray/dist/dist.hpp); mx::ValueError naming the
 // variables when none does.
 std::string share_from_rank0(const Env& env, const GetEnv& getenv, const MakeBytes& make, double timeout_seconds);
 

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "ndarray/dtype.hpp"
+#include "ndarray/core/dtype.hpp"
 
 namespace mx::op {
 

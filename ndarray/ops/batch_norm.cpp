@@ -9,11 +9,11 @@
 // graph updates them too.
 #include <cmath>
 
-#include "ndarray/autograd.hpp"
-#include "ndarray/checks.hpp"
-#include "ndarray/nn.hpp"
+#include "ndarray/autograd/autograd.hpp"
+#include "ndarray/core/checks.hpp"
 #include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/conv_kernels.hpp"
+#include "ndarray/ops/nn.hpp"
 #include "ndarray/ops/parallel.hpp"
 #include "ndarray/ops/reduce_kernels.hpp"
 

@@ -6,13 +6,13 @@
 #include <limits>
 #include <vector>
 
-#include "ndarray/checks.hpp"
-#include "ndarray/contiguous.hpp"
-#include "ndarray/nn.hpp"
+#include "ndarray/core/checks.hpp"
+#include "ndarray/core/contiguous.hpp"
 #include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/conv_kernels.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
+#include "ndarray/ops/nn.hpp"
 #include "ndarray/ops/nn_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "ndarray/host_device.hpp"
-#include "ndarray/op_kinds.hpp"
+#include "ndarray/core/host_device.hpp"
 #include "ndarray/ops/op.hpp"
+#include "ndarray/ops/op_kinds.hpp"
 
 namespace mx::op {
 

@@ -1,13 +1,13 @@
 // The creation family: _full (fill, zeros, ones), _arange and _copy as registered ops, and the
 // front ends that make arrays. Here: the ops and their CPU loops; the GPU launches are in
 // cuda/ops/creation.cu. _copy's kernel serves every device through the backend's copies.
-#include "ndarray/creation.hpp"
+#include "ndarray/ops/creation.hpp"
 
 #include <cmath>
 
-#include "ndarray/backend.hpp"
-#include "ndarray/checks.hpp"
-#include "ndarray/contiguous.hpp"
+#include "ndarray/backend/backend.hpp"
+#include "ndarray/core/checks.hpp"
+#include "ndarray/core/contiguous.hpp"
 #include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/creation_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"

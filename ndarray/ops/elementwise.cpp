@@ -1,16 +1,16 @@
 // The elementwise family: unary ops, binary ops with NumPy broadcasting, and binary ops with a
 // scalar, one registered op per line of ndarray/ops/elementwise_list.hpp. Here: the front ends,
 // inference, gradients and the CPU loops; the CUDA launches are in cuda/ops/elementwise.cu.
-#include "ndarray/elementwise.hpp"
+#include "ndarray/ops/elementwise.hpp"
 
-#include "ndarray/checks.hpp"
-#include "ndarray/nn.hpp"
-#include "ndarray/op_table.hpp"
+#include "ndarray/core/checks.hpp"
+#include "ndarray/core/strided_index.hpp"
 #include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/elementwise_functors.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
+#include "ndarray/ops/nn.hpp"
+#include "ndarray/ops/op_table.hpp"
 #include "ndarray/ops/parallel.hpp"
-#include "ndarray/strided_index.hpp"
 
 namespace mx::op {
 namespace {

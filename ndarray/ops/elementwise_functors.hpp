@@ -5,9 +5,9 @@
 #include <cmath>
 #include <type_traits>
 
-#include "ndarray/half.hpp"
-#include "ndarray/host_device.hpp"
-#include "ndarray/op_kinds.hpp"
+#include "ndarray/core/half.hpp"
+#include "ndarray/core/host_device.hpp"
+#include "ndarray/ops/op_kinds.hpp"
 
 namespace mx::op {
 

@@ -1,9 +1,9 @@
 #pragma once
 // The elementwise family's registered ops and kernel entry points (ndarray/ops/elementwise.cpp
 // defines the ops and the CPU loops, cuda/ops/elementwise.cu the GPU launches). Internal.
-#include "ndarray/op_kinds.hpp"
+#include "ndarray/core/strided_index.hpp"
 #include "ndarray/ops/op.hpp"
-#include "ndarray/strided_index.hpp"
+#include "ndarray/ops/op_kinds.hpp"
 
 namespace mx::op {
 

@@ -1,6 +1,6 @@
 // The matrix-product family: dot (the op, its inference and gradient) and GEMM on each device
 // (OpenBLAS here, which threads over all cores itself; cuBLAS in cuda/ops/linalg.cpp).
-#include "ndarray/linalg.hpp"
+#include "ndarray/ops/linalg.hpp"
 
 #include <cblas.h>
 
@@ -8,8 +8,8 @@
 #include <cstring>
 #include <vector>
 
-#include "ndarray/checks.hpp"
-#include "ndarray/contiguous.hpp"
+#include "ndarray/core/checks.hpp"
+#include "ndarray/core/contiguous.hpp"
 #include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"

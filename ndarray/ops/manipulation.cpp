@@ -2,18 +2,18 @@
 // storage, no kernel), and the copies Concat, slice_axis, Cast and pick (with _backward_pick) as
 // registered ops. Here: the front ends, inference, gradients and CPU loops; the Cast and pick
 // launches are in cuda/ops/manipulation.cu.
-#include "ndarray/manipulation.hpp"
+#include "ndarray/ops/manipulation.hpp"
 
 #include <algorithm>
 #include <limits>
 #include <numeric>
 
-#include "ndarray/autograd.hpp"
-#include "ndarray/backend.hpp"
-#include "ndarray/checks.hpp"
-#include "ndarray/contiguous.hpp"
-#include "ndarray/creation.hpp"
+#include "ndarray/autograd/autograd.hpp"
+#include "ndarray/backend/backend.hpp"
+#include "ndarray/core/checks.hpp"
+#include "ndarray/core/contiguous.hpp"
 #include "ndarray/ops/attrs.hpp"
+#include "ndarray/ops/creation.hpp"
 #include "ndarray/ops/manipulation_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"
 #include "ndarray/ops/reduce_kernels.hpp"

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "ndarray/host_device.hpp"
-#include "ndarray/op_kinds.hpp"
+#include "ndarray/core/host_device.hpp"
 #include "ndarray/ops/op.hpp"
+#include "ndarray/ops/op_kinds.hpp"
 
 namespace mx::op {
 

@@ -2,22 +2,22 @@
 // one registered op), Dropout, LeakyReLU (with _backward_LeakyReLU) and BlockGrad. Here: the
 // front ends, inference, gradients, attributes and the CPU loops; the CUDA launches are in
 // cuda/ops/nn.cu.
-#include "ndarray/nn.hpp"
+#include "ndarray/ops/nn.hpp"
 
-#include "ndarray/autograd.hpp"
-#include "ndarray/checks.hpp"
-#include "ndarray/creation.hpp"
-#include "ndarray/elementwise.hpp"
-#include "ndarray/host_random.hpp"
-#include "ndarray/linalg.hpp"
+#include "ndarray/autograd/autograd.hpp"
+#include "ndarray/backend/host_random.hpp"
+#include "ndarray/core/checks.hpp"
 #include "ndarray/ops/attrs.hpp"
+#include "ndarray/ops/creation.hpp"
 #include "ndarray/ops/creation_kernels.hpp"
+#include "ndarray/ops/elementwise.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
+#include "ndarray/ops/linalg.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
 #include "ndarray/ops/nn_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"
+#include "ndarray/ops/reduce.hpp"
 #include "ndarray/ops/reduce_kernels.hpp"
-#include "ndarray/reduce.hpp"
 
 namespace mx::op {
 namespace {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <optional>
 
-#include "ndarray/dtype.hpp"
-#include "ndarray/host_device.hpp"
+#include "ndarray/core/dtype.hpp"
+#include "ndarray/core/host_device.hpp"
 #include "ndarray/ops/elementwise_functors.hpp"
 #include "ndarray/ops/op.hpp"
 

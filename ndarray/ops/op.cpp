@@ -6,12 +6,12 @@
 #include <string_view>
 #include <utility>
 
-#include "ndarray/autograd_access.hpp"
-#include "ndarray/backend.hpp"
-#include "ndarray/contiguous.hpp"
-#include "ndarray/describe.hpp"
-#include "ndarray/ops/trace.hpp"
-#include "ndarray/profiler.hpp"
+#include "ndarray/autograd/autograd_access.hpp"
+#include "ndarray/backend/backend.hpp"
+#include "ndarray/core/contiguous.hpp"
+#include "ndarray/core/describe.hpp"
+#include "ndarray/graph/trace.hpp"
+#include "ndarray/profiler/profiler.hpp"
 
 namespace mx::op {
 namespace {

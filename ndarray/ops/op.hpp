@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "ndarray/array.hpp"
+#include "ndarray/core/array.hpp"
 
 namespace mx::op {
 
@@ -164,7 +164,7 @@ std::vector<const OpDef*> registered_ops();
 std::string mxnet_name(const OpDef& op, AttrPairs& attrs);
 
 // Runs op on inputs, allocating the outputs that inference describes.
-// Under amp::autocast, rewrites the dtypes of inputs by op's cast policy (ndarray/amp.hpp), through
+// Under amp::autocast, rewrites the dtypes of inputs by op's cast policy (ndarray/amp/amp.hpp), through
 // recorded Cast ops; nothing otherwise. invoke() calls it first.
 void autocast_inputs(const OpDef& op, std::vector<nd::NDArray>& inputs);
 

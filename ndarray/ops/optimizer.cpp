@@ -1,7 +1,7 @@
 // The optimizer family: sgd_update, sgd_mom_update and adam_update, each one fused in-place pass
 // over a parameter (ndarray/ops/optimizer_kernels.hpp). Here: the front ends, inference, attributes
 // and the CPU loops; the CUDA launches are in cuda/ops/optimizer.cu.
-#include "ndarray/optimizer_ops.hpp"
+#include "ndarray/ops/optimizer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <optional>
 #include <string_view>
 
-#include "ndarray/checks.hpp"
+#include "ndarray/core/checks.hpp"
 #include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/optimizer_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"

@@ -13,7 +13,7 @@
 // multi_mp_sgd_update, multi_mp_sgd_mom_update) take a float32 master copy of the weight (w32)
 // after the states, as inputs and outputs, and keep their states in float32: the step is computed
 // from w32 and written to it, and the weight (float16 or bfloat16) gets it rounded.
-#include "ndarray/functors.hpp"
+#include "ndarray/ops/functors.hpp"
 #include "ndarray/ops/op.hpp"
 
 namespace mx::op {

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <limits>
 
-#include "ndarray/checks.hpp"
-#include "ndarray/nn.hpp"
+#include "ndarray/core/checks.hpp"
 #include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/conv_kernels.hpp"
+#include "ndarray/ops/nn.hpp"
 #include "ndarray/ops/parallel.hpp"
 
 namespace mx::op {

@@ -1,18 +1,18 @@
 // Random draws: _random_uniform and _random_normal as registered ops without inputs (no gradient),
 // on each context's generator (cuRAND's device generator on a GPU, cuda/ops/creation.cu; its host
 // generator, or the standard library's in a CPU-only build, on cpu(0)), and the seed.
-#include "ndarray/random.hpp"
+#include "ndarray/ops/random.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 
-#include "ndarray/backend.hpp"
-#include "ndarray/checks.hpp"
-#include "ndarray/functors.hpp"
-#include "ndarray/host_random.hpp"
+#include "ndarray/backend/backend.hpp"
+#include "ndarray/backend/host_random.hpp"
+#include "ndarray/core/checks.hpp"
 #include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/creation_kernels.hpp"
+#include "ndarray/ops/functors.hpp"
 #include "ndarray/ops/parallel.hpp"
 
 namespace mx::random {
@@ -28,6 +28,9 @@ void seed(std::uint64_t s) {
 
 std::uint64_t current_seed() { return seed_value; }
 std::uint64_t seed_generation() { return generation; }
+
+std::uint64_t get_state(Context ctx) { return backend(ctx).random_position(ctx); }
+void set_state(Context ctx, std::uint64_t state) { backend(ctx).set_random_position(ctx, state); }
 
 }  // namespace mx::random
 

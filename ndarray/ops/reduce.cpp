@@ -2,17 +2,17 @@
 // mean and norm built on them. Here: the front ends, inference, gradients and the CPU loops; the
 // CUDA launches are in cuda/ops/reduce.cu. Float sums accumulate in double on the CPU (more exact
 // than the GPU's tree, which makes the CPU a good reference) and integer sums in int64.
-#include "ndarray/reduce.hpp"
+#include "ndarray/ops/reduce.hpp"
 
 #include <array>
 #include <type_traits>
 #include <vector>
 
-#include "ndarray/checks.hpp"
-#include "ndarray/elementwise.hpp"
-#include "ndarray/functors.hpp"
-#include "ndarray/manipulation.hpp"
+#include "ndarray/core/checks.hpp"
 #include "ndarray/ops/attrs.hpp"
+#include "ndarray/ops/elementwise.hpp"
+#include "ndarray/ops/functors.hpp"
+#include "ndarray/ops/manipulation.hpp"
 #include "ndarray/ops/parallel.hpp"
 #include "ndarray/ops/reduce_kernels.hpp"
 

@@ -1,8 +1,8 @@
 #pragma once
 // The reduction family's attributes and GPU launch (ndarray/ops/reduce.cpp defines the ops, their
 // gradients and CPU loops; cuda/ops/reduce.cu the launch). Internal.
-#include "ndarray/op_kinds.hpp"
 #include "ndarray/ops/op.hpp"
+#include "ndarray/ops/op_kinds.hpp"
 
 namespace mx::op {
 

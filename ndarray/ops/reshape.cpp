@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "ndarray/backend.hpp"
-#include "ndarray/describe.hpp"
+#include "ndarray/backend/backend.hpp"
+#include "ndarray/core/describe.hpp"
 #include "ndarray/ops/attrs.hpp"
 
 namespace mx::op {

@@ -4,12 +4,12 @@
 // instead of four ops; and MXNet's loss head SoftmaxOutput (softmax along the last axis, whose
 // gradient _backward_SoftmaxOutput is that of the cross entropy with its label). Here: the front
 // ends, inference, gradients and the CPU loops; the CUDA launches are in cuda/ops/softmax.cu.
-#include "ndarray/softmax.hpp"
+#include "ndarray/ops/softmax.hpp"
 
 #include <cmath>
 
-#include "ndarray/checks.hpp"
-#include "ndarray/describe.hpp"
+#include "ndarray/core/checks.hpp"
+#include "ndarray/core/describe.hpp"
 #include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/parallel.hpp"
 #include "ndarray/ops/reduce_kernels.hpp"

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "ndarray/dtype.hpp"
-#include "ndarray/host_device.hpp"
-#include "ndarray/op_kinds.hpp"
+#include "ndarray/core/dtype.hpp"
+#include "ndarray/core/host_device.hpp"
 #include "ndarray/ops/op.hpp"
+#include "ndarray/ops/op_kinds.hpp"
 
 namespace mx::op {
 

@@ -2,7 +2,7 @@
 #define BOOST_TEST_MODULE my_suite
 #include <boost/test/unit_test.hpp>
 #include <ndarray/ndarray.hpp>
-#include <ndarray/testing.hpp>
+#include <ndarray/testing/testing.hpp>
 
 namespace nd = mx::nd;
 namespace tu = mx::test_utils;

@@ -17,7 +17,7 @@
 
 #include "context/error.hpp"
 #include "gluon/parameter_file.hpp"
-#include "ndarray/io.hpp"
+#include "ndarray/io/ndarray_file.hpp"
 #include "test/fuzz/fuzz_check.hpp"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "context/error.hpp"
-#include "ndarray/graph.hpp"
+#include "ndarray/graph/graph.hpp"
 #include "test/fuzz/fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

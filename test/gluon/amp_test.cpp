@@ -1,8 +1,8 @@
 // Mixed precision: the multi-precision updates (mp_sgd_update, mp_sgd_mom_update, mp_adam_update and
 // the multi-tensor ones) against float32 steps, amp::autocast's cast lists, Block::cast, a
 // multi_precision Trainer, and the float16 loss scaler skipping and recovering; on every context.
-#include "test/support/boost_test.hpp"
 #include "test/support/arrays.hpp"
+#include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
 #include "test/support/files.hpp"
 

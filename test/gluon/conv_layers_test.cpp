@@ -2,8 +2,8 @@
 // pooling layers, BatchNorm (training and prediction, running statistics as grad_req "null"
 // parameters, one copy per context updated by its own slice), save/load of a conv net across
 // contexts, a small conv net that learns, and the typed errors that name the layer and the shapes.
-#include "test/support/boost_test.hpp"
 #include "test/support/arrays.hpp"
+#include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
 #include "test/support/files.hpp"
 

@@ -3,8 +3,8 @@
 // state as they were, so that training goes on as if the failed step had never been tried. Every
 // allocation a step makes is failed in turn, on every context, for SGD with momentum and Adam
 // (whose state is made at the first step), eager and hybridized.
-#include "test/support/boost_test.hpp"
 #include "test/support/arrays.hpp"
+#include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
 
 #include <cstdint>
@@ -15,7 +15,7 @@
 #include <gluon/loss.hpp>
 #include <gluon/nn.hpp>
 #include <gluon/trainer.hpp>
-#include <ndarray/memory.hpp>
+#include <ndarray/core/memory.hpp>
 
 namespace nd = mx::nd;
 namespace nn = mx::gluon::nn;

@@ -1,8 +1,8 @@
 // The Trainer's gradient buckets (Note [gradient buckets] in gluon/trainer.hpp): the all-reduce of
 // data-parallel gradients started during backward gives, bit for bit, what the sum after backward
 // gives, and the gradients are the sums once the last context's backward has returned.
-#include "test/support/boost_test.hpp"
 #include "test/support/arrays.hpp"
+#include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
 
 #include <algorithm>
@@ -16,7 +16,7 @@
 #include <gluon/loss.hpp>
 #include <gluon/nn.hpp>
 #include <gluon/trainer.hpp>
-#include <ndarray/collective.hpp>
+#include <ndarray/dist/collective.hpp>
 
 namespace nd = mx::nd;
 namespace gluon = mx::gluon;

@@ -2,8 +2,8 @@
 // running statistics count once per call; static_shape; forwards that cannot be traced; export to
 // MXNet's symbol JSON and .params, and nn::SymbolBlock::imports of that export and of JSON written
 // by hand in MXNet's layout; bad files.
-#include "test/support/boost_test.hpp"
 #include "test/support/arrays.hpp"
+#include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
 #include "test/support/files.hpp"
 #include "test/support/profile.hpp"
@@ -18,7 +18,7 @@
 #include <gluon/nn.hpp>
 #include <gluon/trainer.hpp>
 #include <ndarray/ndarray.hpp>
-#include <ndarray/profiler.hpp>
+#include <ndarray/profiler/profiler.hpp>
 
 namespace nd = mx::nd;
 namespace nn = mx::gluon::nn;

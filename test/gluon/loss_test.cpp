@@ -2,8 +2,8 @@
 // SoftmaxCrossEntropyLoss (sparse and dense labels, from_logits, extreme logits),
 // SigmoidBinaryCrossEntropyLoss (logits and probabilities), loss weights, the shape errors, and the
 // gradient of softmax cross-entropy through autograd.
-#include "test/support/boost_test.hpp"
 #include "test/support/arrays.hpp"
+#include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
 #include "test/support/profile.hpp"
 

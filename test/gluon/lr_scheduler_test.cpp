@@ -2,8 +2,8 @@
 // out by hand from MXNet's formulas; the bad arguments MXNet refuses (and the few ndgluon refuses
 // besides); and a Trainer that takes its learning rate from a scheduler, step by step, on every
 // context.
-#include "test/support/boost_test.hpp"
 #include "test/support/arrays.hpp"
+#include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
 
 #include <cmath>

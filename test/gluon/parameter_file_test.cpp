@@ -1,5 +1,5 @@
-#include "test/support/boost_test.hpp"
 #include "test/support/arrays.hpp"
+#include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
 #include "test/support/files.hpp"
 
@@ -32,7 +32,7 @@ using ndg_test::write_bytes;
 
 // save_parameters / load_parameters: bit-identical round trips between any contexts, structural
 // names, and files that are missing, truncated, corrupted or of another net, each rejected with
-// its reason and without touching the block. The files are MXNet's NDArray files (ndarray/io.hpp);
+// its reason and without touching the block. The files are MXNet's NDArray files (ndarray/io/ndarray_file.hpp);
 // ndgluon's earlier format still loads, and its own corruptions are still caught.
 
 namespace {
@@ -539,7 +539,7 @@ BOOST_AUTO_TEST_CASE(saving_onto_a_directory_or_through_a_link) {
 }
 
 // The file MXNet's save_parameters writes for nn.Sequential() holding nn.Dense(2, in_units=3) on
-// cpu(0), built field by field (Note [MXNet's NDArray file] in ndarray/io.cpp): a dict of
+// cpu(0), built field by field (Note [MXNet's NDArray file] in ndarray/io/ndarray_file.cpp): a dict of
 // '0.weight' (2, 3) and '0.bias' (2,), float32.
 std::string mxnet_dense_file(const std::vector<float>& weight, const std::vector<float>& bias) {
   std::string out;

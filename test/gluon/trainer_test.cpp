@@ -3,8 +3,8 @@
 // the same step on cpu(0) and each GPU; and data parallelism: a parameter on several contexts
 // (summed gradients through NCCL and through peer copies, identical copies, the same result as one
 // GPU on the whole batch).
-#include "test/support/boost_test.hpp"
 #include "test/support/arrays.hpp"
+#include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
 
 #include <algorithm>
@@ -19,7 +19,7 @@
 #include <gluon/nn.hpp>
 #include <gluon/trainer.hpp>
 #include <gluon/utils.hpp>
-#include <ndarray/collective.hpp>
+#include <ndarray/dist/collective.hpp>
 
 namespace nd = mx::nd;
 namespace gluon = mx::gluon;

@@ -15,7 +15,7 @@ inline constexpr mx::DType kAllDTypes[] = {mx::DType::float32, mx::DType::float6
                                            mx::DType::int64,   mx::DType::uint8,   mx::DType::float16,
                                            mx::DType::bfloat16};
 // The IEEE types the exact-tolerance suites run in; the 16-bit ones have their own suite
-// (test/ndarray/half_test.cpp) with tolerances their precision justifies.
+// (test/ndarray/core/half_test.cpp) with tolerances their precision justifies.
 inline constexpr mx::DType kFloatDTypes[] = {mx::DType::float32, mx::DType::float64};
 inline constexpr mx::DType kHalfDTypes[] = {mx::DType::float16, mx::DType::bfloat16};
 

@@ -1,13 +1,13 @@
 #pragma once
 // Test fixtures over contexts: every numeric test runs on cpu(0) and on each visible GPU, through
-// the public kit (ndarray/testing.hpp, mx::test_utils) that users' suites use as well.
+// the public kit (ndarray/testing/testing.hpp, mx::test_utils) that users' suites use as well.
 #include <exception>
 #include <string>
 #include <vector>
 
 #include <boost/test/unit_test.hpp>
 
-#include "ndarray/testing.hpp"
+#include "ndarray/testing/testing.hpp"
 
 namespace ndg_test {
 

@@ -20,7 +20,7 @@
 #include <fstream>
 #include <string>
 
-#include <ndarray/memory.hpp>
+#include <ndarray/core/memory.hpp>
 
 namespace {
 std::string suite_name;  // the program's name without "test_"

@@ -1,9 +1,0 @@
-#include "ndarray/ndarray.hpp"
-
-#include "ndarray/backend.hpp"
-
-namespace mx::nd {
-
-void waitall() { synchronize_all(); }
-
-}  // namespace mx::nd

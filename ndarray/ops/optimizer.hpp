@@ -1,0 +1,70 @@
+#pragma once
+// Optimizer updates, as MXNet's mx.nd.sgd_update, sgd_mom_update and adam_update: each updates
+// weight (and its states) in place in one fused pass (one kernel on a GPU, one loop on the CPU).
+//
+// Every update first forms the gradient it applies,
+//   g = clip(rescale_grad * grad, clip_gradient) + wd * weight,
+// where clip(v, c) limits v to [-c, c]. Clipping is on when clip_gradient > 0; zero or a
+// negative value (the default -1) turns it off, as MXNet's op documentation states. (MXNet's
+// adam_update kernel adds wd * weight before clipping; here every update adds it after, as
+// ndgluon's optimizers always have.)
+//
+// weight, grad and every state have one shape, one floating dtype and one context; otherwise they
+// throw mx::ShapeError, mx::DTypeError or mx::ContextMismatch naming the op and the operands. The
+// updates are not recorded by autograd. Each computes in float32 for float16 and bfloat16.
+//
+// The mp_ updates (multi_precision, for float16 and bfloat16 weights) keep a float32 master copy
+// weight32 and float32 states: the step is computed from weight32 and written to it, and weight
+// gets it rounded, so that small updates are not lost to the 16-bit rounding.
+#include <vector>
+
+#include "ndarray/core/array.hpp"
+
+namespace mx::nd {
+
+// weight -= lr * g
+void sgd_update(NDArray& weight, const NDArray& grad, double lr, double wd = 0, double rescale_grad = 1,
+                double clip_gradient = -1);
+
+// mom = momentum * mom - lr * g; weight += mom
+void sgd_mom_update(NDArray& weight, const NDArray& grad, NDArray& mom, double lr, double momentum = 0,
+                    double wd = 0, double rescale_grad = 1, double clip_gradient = -1);
+
+// The same for a list of weights in one pass (one kernel launch on a GPU), as MXNet's
+// multi_sgd_update and multi_sgd_mom_update: weights[i] from grads[i] (and moms[i]). Every array
+// shares one context and dtype; the list shares one lr and wd (MXNet's take a tuple of each).
+void multi_sgd_update(std::vector<NDArray>& weights, const std::vector<NDArray>& grads, double lr, double wd = 0,
+                      double rescale_grad = 1, double clip_gradient = -1);
+void multi_sgd_mom_update(std::vector<NDArray>& weights, const std::vector<NDArray>& grads, std::vector<NDArray>& moms,
+                          double lr, double momentum = 0, double wd = 0, double rescale_grad = 1,
+                          double clip_gradient = -1);
+
+// mean = beta1 * mean + (1 - beta1) * g
+// var  = beta2 * var + (1 - beta2) * g²
+// weight -= lr * mean / (sqrt(var) + epsilon)
+// As in MXNet, the op applies no bias correction: the caller (gluon::Adam) folds it into lr.
+void adam_update(NDArray& weight, const NDArray& grad, NDArray& mean, NDArray& var, double lr, double beta1 = 0.9,
+                 double beta2 = 0.999, double epsilon = 1e-8, double wd = 0, double rescale_grad = 1,
+                 double clip_gradient = -1);
+
+// (1,) float32 on the arrays' context: 1 when every element of every array is finite, else 0, as
+// MXNet's multi_all_finite (one pass, nothing waits for it). The arrays share a context.
+NDArray multi_all_finite(const std::vector<NDArray>& arrays);
+
+// The same with a float32 master copy (MXNet's mp_sgd_update, mp_sgd_mom_update, mp_adam_update,
+// multi_mp_sgd_update, multi_mp_sgd_mom_update). mom, mean, var and weight32 are float32.
+void mp_sgd_update(NDArray& weight, const NDArray& grad, NDArray& weight32, double lr, double wd = 0,
+                   double rescale_grad = 1, double clip_gradient = -1);
+void mp_sgd_mom_update(NDArray& weight, const NDArray& grad, NDArray& mom, NDArray& weight32, double lr,
+                       double momentum = 0, double wd = 0, double rescale_grad = 1, double clip_gradient = -1);
+void mp_adam_update(NDArray& weight, const NDArray& grad, NDArray& mean, NDArray& var, NDArray& weight32, double lr,
+                    double beta1 = 0.9, double beta2 = 0.999, double epsilon = 1e-8, double wd = 0,
+                    double rescale_grad = 1, double clip_gradient = -1);
+void multi_mp_sgd_update(std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
+                         std::vector<NDArray>& weights32, double lr, double wd = 0, double rescale_grad = 1,
+                         double clip_gradient = -1);
+void multi_mp_sgd_mom_update(std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
+                             std::vector<NDArray>& moms, std::vector<NDArray>& weights32, double lr,
+                             double momentum = 0, double wd = 0, double rescale_grad = 1, double clip_gradient = -1);
+
+}  // namespace mx::nd
