@@ -219,39 +219,49 @@ void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const
   for (Node* node : order) {
     const auto it = grads.find(node);
     if (it == grads.end()) continue;
-    const nd::NDArray grad = it->second;
+    const nd::NDArray grad = it->second;  // none: reached through zero gradients only
     grads.erase(it);
     if (node->leaf) {
       on_leaf(*node, grad);
       continue;
     }
-    const std::string label = profiler::is_running() ? std::string("gradient of ") + node->op : std::string();
-    const profiler::Range gradient_range(label);
     std::vector<nd::NDArray> input_grads;
-    if (node->invocation) {
-      const auto offer = offers.find(node);
-      const std::function<void(std::size_t)> on_written = [&](std::size_t i) {
-        if (written && node->inputs[i]) written(*node->inputs[i]);
-      };
-      std::vector<char> early;  // per input: a listener of that variable wants its gradient first
-      if (written && offer != offers.end()) {
-        for (const auto& input : node->inputs) early.push_back(input && wanted_early(*input));
+    if (grad.is_none()) {
+      // Note [zero gradients]: nothing to compute; the inputs are reached with zero.
+    } else if (node->invocation) {
+      const std::string label = profiler::is_running() ? std::string("gradient of ") + node->op : std::string();
+      const profiler::Range gradient_range(label);
+      const op::OpDef& op = *node->invocation->op;
+      if (op.gradient) {
+        const auto offer = offers.find(node);
+        const std::function<void(std::size_t)> on_written = [&](std::size_t i) {
+          if (written && node->inputs[i]) written(*node->inputs[i]);
+        };
+        std::vector<char> early;  // per input: a listener of that variable wants its gradient first
+        if (written && offer != offers.end()) {
+          for (const auto& input : node->inputs) early.push_back(input && wanted_early(*input));
+        }
+        const op::GradientTargets targets(node->invocation.get(),
+                                          offer == offers.end() ? std::vector<nd::NDArray>{} : offer->second,
+                                          offer == offers.end() ? std::function<void(std::size_t)>{} : on_written,
+                                          std::move(early));
+        input_grads = op.gradient(*node->invocation, {grad});
       }
-      const op::GradientTargets targets(node->invocation.get(),
-                                        offer == offers.end() ? std::vector<nd::NDArray>{} : offer->second,
-                                        offer == offers.end() ? std::function<void(std::size_t)>{} : on_written,
-                                        std::move(early));
-      input_grads = node->invocation->op->gradient(*node->invocation, {grad});
     } else {
+      const std::string label = profiler::is_running() ? std::string("gradient of ") + node->op : std::string();
+      const profiler::Range gradient_range(label);
       const auto offer = offers.find(node);
       const OfferedBuffers offered(offer == offers.end() ? nullptr : &offer->second);
       input_grads = node->backward(grad);
     }
+    // Every input with a history is reached, with zero where no gradient came back.
     for (std::size_t i = 0; i < node->inputs.size(); ++i) {
       Node* input = node->inputs[i].get();
-      if (!input || i >= input_grads.size() || input_grads[i].is_none()) continue;
-      auto [slot, inserted] = grads.try_emplace(input, input_grads[i]);
-      if (!inserted) slot->second = slot->second + input_grads[i];
+      if (!input) continue;
+      const nd::NDArray g = i < input_grads.size() ? input_grads[i] : nd::NDArray();
+      auto [slot, inserted] = grads.try_emplace(input, g);
+      if (inserted || g.is_none()) continue;
+      slot->second = slot->second.is_none() ? g : slot->second + g;
     }
   }
 }
@@ -314,7 +324,9 @@ void backward(const nd::NDArray& head, const nd::NDArray& head_grad) {
       root, head, head_grad, true,
       [&](Node& leaf, const nd::NDArray& grad) {
         nd::NDArray target = leaf.grad;
-        if (leaf.accumulate) {
+        if (grad.is_none()) {  // reached through zero gradients only: "write" leaves get zero
+          if (!leaf.accumulate) target.fill(0.0);
+        } else if (leaf.accumulate) {
           target += grad;
         } else if (!grad.is(target)) {  // else computed in place
           // A listened leaf is written now, for its listeners; the others in one batch at the end.
@@ -348,7 +360,7 @@ std::vector<nd::NDArray> grad(const nd::NDArray& head, const std::vector<nd::NDA
   auto scope = pause(is_training());
   propagate(root, head, head_grad, false, [&](Node& leaf, const nd::NDArray& g) {
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-      if (nodes[i] == &leaf) out[i] = g;
+      if (nodes[i] == &leaf) out[i] = g.is_none() ? nd::zeros_like(leaf.grad) : g;
     }
   });
   return out;

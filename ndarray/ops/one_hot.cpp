@@ -17,7 +17,8 @@ NDArray one_hot(const NDArray& indices, std::int64_t depth, DType dtype) {
   const double exact_up_to = idx == DType::uint8 ? 256.0 : idx == DType::float32 ? 16777216.0 : 9007199254740992.0;
   const DType compare = static_cast<double>(depth) <= exact_up_to ? idx : DType::float64;
   const NDArray classes = arange(0.0, static_cast<double>(depth), 1.0, indices.context(), compare);
-  const NDArray mask = equal(indices.detach().astype(compare).reshape(Shape(dims)), classes);
+  // Recorded as MXNet records one_hot: its input gets a zero gradient (Note [zero gradients]).
+  const NDArray mask = equal(indices.astype(compare).reshape(Shape(dims)), classes);
   return mask.dtype() == dtype ? mask : mask.astype(dtype);
 }
 

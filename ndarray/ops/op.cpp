@@ -92,11 +92,11 @@ void run(const Invocation& inv, Context ctx, std::uint32_t settled_inputs = 0) {
   kernel(ec, inv);
 }
 
-// Under autograd::record(), when some input carries history and the op has a gradient: the
-// invocation becomes the outputs' node, with the arrays detached so that the node does not own
-// its own history.
+// Under autograd::record(), when some input carries history: the invocation becomes the outputs'
+// node, with the arrays detached so that the node does not own its own history. An op without a
+// gradient function is recorded too (Note [zero gradients]).
 bool should_record(const Invocation& inv) {
-  if (!inv.op->gradient || !autograd::is_recording()) return false;
+  if (!autograd::is_recording()) return false;
   std::vector<const nd::NDArray*> operands;
   for (const nd::NDArray& x : inv.inputs) operands.push_back(&x);
   return autograd::needs_record(operands);

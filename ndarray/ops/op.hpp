@@ -120,7 +120,7 @@ struct OpDef {
   InferFn infer;          // throws mx::ShapeError / DTypeError / ValueError naming the op
   KernelFn cpu;           // the reference loop
   KernelFn gpu;           // the CUDA launch; null in a CPU-only build
-  GradientFn gradient;    // null: no gradient flows (comparisons, integer results)
+  GradientFn gradient;    // null: a zero gradient (Note [zero gradients])
   AttrsFn attrs = nullptr;
   ParseAttrsFn parse_attrs = nullptr;  // see ndarray/ops/attrs.hpp
   // The kernels read strided inputs themselves (dot hands a transposed view to GEMM as is); by
@@ -144,6 +144,14 @@ struct OpDef {
   // Bit i: the kernel also writes input i in place (BatchNorm's running statistics).
   std::uint32_t written_inputs = 0;
 };
+
+// Note [zero gradients]
+// An op without a gradient function (comparisons, sign, argmax, rounding: MXNet registers them
+// with MakeZeroGradNodes) is still recorded under autograd::record(), as every op with an input
+// that has a history is: backward reaches its inputs with a zero gradient. Zero is not computed:
+// autograd carries it as a none array, a sum with a real gradient is that gradient, and a "write"
+// variable reached through zero gradients alone gets its buffer filled with 0, as MXNet writes
+// zeros_like. So sign(x).sum() gives x.grad() = 0, and sign(x) * x + x the gradient of the rest.
 
 using AttrPairs = std::vector<std::pair<std::string, std::string>>;
 

@@ -675,6 +675,65 @@ BOOST_AUTO_TEST_CASE(ops_under_pause_or_outside_record_are_constants) {
   });
 }
 
+// Note [zero gradients]: ops without a gradient (MXNet registers them with MakeZeroGradNodes) are
+// recorded all the same, and their inputs get zero: a "write" gradient is overwritten with 0, an
+// "add" one keeps its value, and a head with a differentiable branch gets that branch's gradient.
+BOOST_AUTO_TEST_CASE(ops_without_a_gradient_are_recorded_with_zero) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    using Fn = std::function<nd::NDArray(const nd::NDArray&)>;
+    const std::vector<std::pair<std::string, Fn>> zero_grad_ops{
+        {"sign", [](const nd::NDArray& v) { return nd::sign(v); }},
+        {"equal", [](const nd::NDArray& v) { return nd::equal(v, v * 2.0); }},
+        {"not_equal", [](const nd::NDArray& v) { return nd::not_equal(v, v * 2.0); }},
+        {"greater", [](const nd::NDArray& v) { return nd::greater(v, v * 0.5); }},
+        {"greater_equal", [](const nd::NDArray& v) { return nd::greater_equal(v, v * 0.5); }},
+        {"less", [](const nd::NDArray& v) { return nd::lesser(v, v * 0.5); }},
+        {"less_equal", [](const nd::NDArray& v) { return nd::lesser_equal(v, v * 0.5); }},
+        {"_greater_scalar", [](const nd::NDArray& v) { return v > 0.5; }},
+        {"_equal_scalar", [](const nd::NDArray& v) { return v == 2.0; }},
+        {"argmax", [](const nd::NDArray& v) { return nd::argmax(v); }},
+        {"argmin along an axis", [](const nd::NDArray& v) { return nd::argmin(v.reshape({2, 2}), 1); }},
+        {"one_hot", [](const nd::NDArray& v) { return nd::one_hot(nd::abs(v), 4); }},
+    };
+    for (const auto& [name, f] : zero_grad_ops) {
+      BOOST_TEST_CONTEXT(name << " on " << ctx) {
+        nd::NDArray x = nd::array({-1.5, 0.5, 2, 3}, ctx);
+        x.attach_grad();
+        x.grad().fill(7);
+        nd::NDArray y;
+        {
+          auto scope = ag::record();
+          y = f(x).sum();
+        }
+        BOOST_TEST(static_cast<bool>(y.autograd_node()));
+        y.backward();  // threw "was not computed inside autograd::record()" before
+        BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{0, 0, 0, 0}), tt::per_element());
+        // autograd::grad gives zeros too.
+        const std::vector<nd::NDArray> g = ag::grad(y, {x});
+        BOOST_TEST(g.at(0).asvector<float>() == (std::vector<float>{0, 0, 0, 0}), tt::per_element());
+      }
+    }
+    // Mixed heads: d/dx (sign(x) * x + x * x + (x > 0)) = sign(x) + 2x.
+    nd::NDArray x = nd::array({-1.5, 0.5, 2, 3}, ctx);
+    x.attach_grad();
+    {
+      auto scope = ag::record();
+      const nd::NDArray s = nd::sign(x);
+      (s * x + x * x + (x > 0.0)).sum().backward();
+    }
+    BOOST_TEST(x.grad().asvector<float>() == (std::vector<float>{-4, 2, 5, 7}), tt::per_element());
+    // grad_req "add": a zero gradient leaves the buffer as it was.
+    nd::NDArray a = nd::array({1, 2}, ctx);
+    a.attach_grad("add");
+    a.grad().fill(3);
+    {
+      auto scope = ag::record();
+      nd::equal(a, a).sum().backward();
+    }
+    BOOST_TEST(a.grad().asvector<float>() == (std::vector<float>{3, 3}), tt::per_element());
+  });
+}
+
 BOOST_AUTO_TEST_CASE(grad_req_write_overwrites_and_add_accumulates) {
   ndg_test::for_each_context([](mx::Context ctx) {
     nd::NDArray w = nd::array({1, -2, 3}, ctx), a = nd::array({1, -2, 3}, ctx);
