@@ -28,6 +28,8 @@
 #include <gluon/nn.hpp>
 #include <gluon/trainer.hpp>
 
+#include <ndarray/ops/linalg_kernels.hpp>
+
 #include "bench/bench_util.hpp"
 #include "bench/peer_cli.hpp"
 
@@ -273,6 +275,37 @@ int main(int argc, char** argv) {
                 "%d pairs); eager against itself %.3fx of the medians, per pair %.4fx (quartiles %.4f-%.4f)\n",
                 c.name, modes.a / modes.b, modes.ratio, modes.ratio_low, modes.ratio_high, modes.pairs,
                 same.a / same.b, same.ratio, same.ratio_low, same.ratio_high);
+  }
+
+  // cpu(0)'s products split over ndgluon's OpenMP team (the default with any OpenBLAS but the
+  // OpenMP build) against handed to OpenBLAS's own threads (Note [one thread team],
+  // ndarray/ops/linalg.cpp), on the eager training step. With the OpenMP build both run the same
+  // code (the ratio is the host's spread); run the program with the pthread build first on the
+  // library path to see what the split saves (bench/RESULTS.md, "One thread team").
+  {
+    const auto net = shared_mlp(cpu0, false);
+    const std::function<void()> step = training_step_call(net, cpu0);
+    const auto split = [&step](bool on) {
+      return [&step, on] {
+        mx::op::set_cpu_gemm_split(on);
+        step();
+      };
+    };
+    const bench::Paired p = bench::paired_seconds(split(false), split(true), nd_sync, 5, kCpuTrials, 2);
+    mx::op::set_cpu_gemm_split(true);
+    bench::Row row;
+    row.name = "cpu(0): training step, batch 256, products split over ndgluon's team (vs OpenBLAS's threads; " +
+               mx::op::openblas_threading() + " OpenBLAS)";
+    row.metric = "us/step";
+    row.unit = 0;
+    row.higher_is_better = false;
+    row.ndgluon = row.from_seconds(p.b);
+    row.raw = row.from_seconds(p.a);
+    row.target = 1.0;
+    rows.push_back(row);
+    std::printf("cpu(0) products split over the team (%s OpenBLAS): per pair of trials %.4fx of OpenBLAS's threads "
+                "(quartiles %.4f-%.4f, %d pairs)\n",
+                mx::op::openblas_threading().c_str(), p.ratio, p.ratio_low, p.ratio_high, p.pairs);
   }
 
   if (have_gpu) bench::attach_peer(rows, bench::run_peer("python3 " + peer_script + " hybridize"));

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <vector>
+#include <unistd.h>  // isatty
 
 #include <gluon/amp.hpp>
 #include <gluon/data.hpp>
@@ -189,9 +190,17 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv, const std:
   return std::nullopt;
 }
 
-// "[=========>          ] 120/235" on one line, redrawn in place.
+// Whether a progress bar is drawn: only when standard output and error are both terminals. In a
+// log (a file, a pipe, ndgluon-run's prefixed lines) the redraws would be hundreds of lines per
+// epoch; there the per-epoch rows and the final summary are the whole output.
+inline bool draws_progress() {
+  static const bool terminal = isatty(fileno(stdout)) == 1 && isatty(fileno(stderr)) == 1;
+  return terminal;
+}
+
+// "[=========>          ] 120/235" on one line, redrawn in place (on a terminal only).
 inline void progress(std::int64_t done, std::int64_t total) {
-  if (mx::dist::is_initialized() && mx::dist::rank() != 0) return;
+  if (!draws_progress() || (mx::dist::is_initialized() && mx::dist::rank() != 0)) return;
   constexpr int width = 30;
   const int filled = total ? static_cast<int>(width * done / total) : width;
   std::string bar(static_cast<std::size_t>(width), ' ');

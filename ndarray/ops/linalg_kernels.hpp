@@ -3,6 +3,7 @@
 // on a GPU (ndarray/ops/linalg.cpp defines dot and the CPU call; cuda/ops/linalg.cpp the cuBLAS
 // call). Internal.
 #include <cstdint>
+#include <string>
 
 #include "ndarray/ops/op.hpp"
 
@@ -22,6 +23,15 @@ struct GemmArgs {
 // bfloat16 (accumulating in float32). With k = 0 the product sums nothing: c becomes beta * c for
 // beta 0 or 1, the values callers use.
 void gemm(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, const void* b, void* c);
+
+// cpu(0)'s products (Note [one thread team] in ndarray/ops/linalg.cpp): with an OpenBLAS that is
+// not the OpenMP build, each large product is split over ndgluon's OpenMP team, OpenBLAS running
+// single-threaded. set_cpu_gemm_split(false) hands them to OpenBLAS's own threads instead (what
+// bench/ compares); returns whether they were split. openblas_threading() names the build the
+// loader found: "openmp", "pthread" or "sequential"; openblas_threads() is its thread count.
+bool set_cpu_gemm_split(bool split);
+std::string openblas_threading();
+int openblas_threads();
 
 // Whether float32 products may use TF32 tensor cores (mx::set_matmul_precision("high")).
 bool allow_tf32();

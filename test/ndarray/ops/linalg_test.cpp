@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <ndarray/ndarray.hpp>
+#include <ndarray/ops/linalg_kernels.hpp>
 
 namespace nd = mx::nd;
 namespace tt = boost::test_tools;
@@ -173,6 +174,47 @@ BOOST_AUTO_TEST_CASE(random_product_against_a_naive_loop) {
       }
     }
   });
+}
+
+// cpu(0) splits large products over its OpenMP team when OpenBLAS is not the OpenMP build (Note
+// [one thread team], ndarray/ops/linalg.cpp): by blocks of rows, or of columns when the product
+// has few rows. Both splits, each transpose, and batch_dot, against the naive loop; then the same
+// products handed to OpenBLAS's own threads give the same values.
+BOOST_AUTO_TEST_CASE(products_split_over_the_thread_team) {
+  struct Case {
+    std::int64_t m, k, n;
+  };
+  // 2^21 multiply-adds and more: split wherever there are two threads or more.
+  for (const Case& c : {Case{300, 96, 100}, Case{6, 512, 700}, Case{33, 257, 301}}) {
+    const Values a = uniform_values(static_cast<std::size_t>(c.m * c.k), 21);
+    const Values b = uniform_values(static_cast<std::size_t>(c.k * c.n), 22);
+    ndg_test::for_each_context([&](mx::Context ctx) {
+      BOOST_TEST_CONTEXT("(" << c.m << ", " << c.k << ") . (" << c.k << ", " << c.n << ")") {
+        const nd::NDArray x = nd::array(a, {c.m, c.k}, ctx, DType::float32);
+        const nd::NDArray y = nd::array(b, {c.k, c.n}, ctx, DType::float32);
+        const Values expected = naive_matmul(values(x), values(y), c.m, c.k, c.n);
+        const nd::NDArray xt = nd::array(transposed(values(x), c.m, c.k), {c.k, c.m}, ctx, DType::float32);
+        const nd::NDArray yt = nd::array(transposed(values(y), c.k, c.n), {c.n, c.k}, ctx, DType::float32);
+        for (const bool split : {true, false}) {
+          const bool was = mx::op::set_cpu_gemm_split(split);
+          BOOST_TEST(ndg_test::relative_error(values(nd::dot(x, y)), expected) < 1e-5);
+          BOOST_TEST(ndg_test::relative_error(values(nd::dot(xt, y, true, false)), expected) < 1e-5);
+          BOOST_TEST(ndg_test::relative_error(values(nd::dot(x, yt, false, true)), expected) < 1e-5);
+          BOOST_TEST(ndg_test::relative_error(values(nd::dot(xt, yt, true, true)), expected) < 1e-5);
+          // Two products in one batch_dot: each the same product.
+          const nd::NDArray xs = nd::concat({x, x}).reshape({2, c.m, c.k});
+          const nd::NDArray ys = nd::concat({y, y}).reshape({2, c.k, c.n});
+          Values twice = expected;
+          twice.insert(twice.end(), expected.begin(), expected.end());
+          BOOST_TEST(ndg_test::relative_error(values(nd::batch_dot(xs, ys)), twice) < 1e-5);
+          mx::op::set_cpu_gemm_split(was);
+        }
+      }
+    });
+  }
+  // One thread team after all that: the OpenMP build, or OpenBLAS running single-threaded.
+  BOOST_TEST((mx::op::openblas_threading() == "openmp" || mx::op::openblas_threads() == 1),
+             "OpenBLAS " << mx::op::openblas_threading() << " runs " << mx::op::openblas_threads() << " threads");
 }
 
 BOOST_AUTO_TEST_CASE(products_of_views) {
