@@ -65,6 +65,7 @@ struct Options {
   std::string data_dir = "";  // FashionMNIST::default_root()
   std::string dtype = "float32";  // or bfloat16 / float16: amp, parameters kept in float32
   bool dist = false;  // one process of a job (--dist): gpu(LOCAL_RANK), its share of each epoch
+  std::uint64_t seed = 0;  // mx::random::seed before each model: initial values and shuffling
 };
 
 namespace detail {
@@ -166,6 +167,9 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv, const std:
                  "dynamic loss scaling)")
       ->capture_default_str()
       ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
+  app.add_option("--seed", o.seed, "the random seed of each model's initial values and shuffling")
+      ->capture_default_str()
+      ->check(cli::integer(0));
   app.add_option("--data", o.data_dir, "the folder of the four Fashion-MNIST .gz files")
       ->type_name("DIR")
       ->default_str(where)
@@ -310,8 +314,8 @@ inline int train(const Options& o, const std::vector<Model>& models) {
   std::vector<std::pair<std::string, double>> final_test_acc;  // {Model::report, accuracy}
   for (const Model& model : models) {
     if (o.model != "both" && o.model != model.key) continue;
-    // Each model from seed 0 with loaders of its own: trained alone or after another, the same.
-    mx::random::seed(0);
+    // Each model from the seed with loaders of its own: trained alone or after another, the same.
+    mx::random::seed(o.seed);
     gdata::DataLoader train(train_set, o.batch_size, true, "keep", gdata::to_tensor);
     gdata::DataLoader test(test_set, o.batch_size, false, "keep", gdata::to_tensor);
     if (o.dist) train.shard(mx::dist::world_size(), mx::dist::rank());
