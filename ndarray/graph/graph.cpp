@@ -170,7 +170,7 @@ Graph trace(const std::function<std::vector<NDArray>(const std::vector<NDArray>&
 }
 
 std::vector<NDArray> run(const Graph& g, const std::map<std::string, NDArray>& variables,
-                         std::vector<std::vector<NDArray>>* all_values) {
+                         std::vector<std::vector<NDArray>>* all_values, const Resolve& resolve) {
   std::vector<std::vector<NDArray>> values(g.nodes.size());
   Context ctx = cpu();
   bool have_ctx = false;
@@ -178,15 +178,25 @@ std::vector<NDArray> run(const Graph& g, const std::map<std::string, NDArray>& v
     const Node& node = g.nodes[n];
     if (node.is_variable()) {
       const auto it = variables.find(node.name);
-      if (it == variables.end()) throw ValueError("graph: no value given for the variable '" + node.name + "'");
+      if (it == variables.end()) {
+        if (resolve) continue;  // asked for when an op reads it
+        throw ValueError("graph: no value given for the variable '" + node.name + "'");
+      }
       values[n] = {it->second};
       if (!have_ctx) ctx = it->second.context(), have_ctx = true;
       continue;
     }
     std::vector<NDArray> inputs(node.num_inputs);
+    std::vector<std::size_t> unresolved;  // positions in node.inputs of variables still without a value
     for (std::size_t i = 0; i < node.inputs.size(); ++i) {
       const Entry e = node.inputs[i];
-      inputs[node.input_slots[i]] = values[e.node].at(e.index);
+      if (values[e.node].empty()) unresolved.push_back(i);
+      else inputs[node.input_slots[i]] = values[e.node].at(e.index);
+    }
+    for (const std::size_t i : unresolved) {
+      const std::uint32_t var = node.inputs[i].node;
+      if (values[var].empty()) values[var] = {resolve(g.nodes[var], node, node.input_slots[i], inputs)};
+      inputs[node.input_slots[i]] = values[var].at(node.inputs[i].index);
     }
     op::Params params = node.params;
     if (node.op->input_grads && autograd::is_recording()) {
@@ -211,7 +221,10 @@ std::vector<NDArray> run(const Graph& g, const std::map<std::string, NDArray>& v
     values[n] = std::move(outputs);
   }
   std::vector<NDArray> heads;
-  for (const Entry& e : g.heads) heads.push_back(values[e.node].at(e.index));
+  for (const Entry& e : g.heads) {
+    if (values[e.node].empty()) throw ValueError("graph: no value given for the variable '" + g.nodes[e.node].name + "'");
+    heads.push_back(values[e.node].at(e.index));
+  }
   if (all_values) *all_values = std::move(values);
   return heads;
 }
@@ -222,6 +235,7 @@ std::string to_json(const Graph& g) {
   for (const Node& node : g.nodes) {
     Json j = Json::object();
     Json attrs = Json::object();
+    for (const auto& [key, value] : node.annotations) attrs[key] = value;
     if (node.is_variable()) {
       j["op"] = "null";
       if (node.shape_hint) attrs["__shape__"] = node.shape_hint->tuple_str();  // MXNet's "(2, 3)"
@@ -257,27 +271,207 @@ bool is_hidden(const std::string& key) {
   return key.size() > 4 && key.starts_with("__") && key.ends_with("__");
 }
 
-// The attributes of a JSON node, the op's and the hidden ones apart: "attrs" (MXNet 1.x), else
-// the older "param" (the op's) and "attr" (the hints).
-struct NodeAttrs {
-  op::AttrPairs op, hidden;
+// MXNET_MAKE_VERSION: 1.9.1 is 10901.
+constexpr std::int64_t make_version(int major, int minor, int patch) { return major * 10000 + minor * 100 + patch; }
+
+const std::string* find_key(const op::AttrPairs& dict, const std::string& key) {
+  for (const auto& [name, value] : dict) {
+    if (name == key) return &value;
+  }
+  return nullptr;
+}
+
+// dict[key] = value, as NNVM's attrs.dict (a map) assigns.
+void set_key(op::AttrPairs& dict, const std::string& key, std::string value) {
+  for (auto& [name, old] : dict) {
+    if (name == key) {
+      old = std::move(value);
+      return;
+    }
+  }
+  dict.emplace_back(key, std::move(value));
+}
+
+// One node as NNVM's LoadJSON holds it, before MXNet's upgrade and before its op parses the
+// attributes: every key of the node in one dict, op attributes and hints alike.
+struct JsonNode {
+  std::size_t index = 0;           // the node's position in the file, for messages
+  std::string name;
+  std::string written_op;          // the op's name in the file: "null", "FullyConnected", "_rminus_scalar"
+  const op::OpDef* op = nullptr;   // null: a variable
+  op::AttrPairs dict;
+  std::vector<Entry> inputs;
 };
 
-NodeAttrs node_attrs(const Json& node) {
-  NodeAttrs out;
-  const auto read = [&](const char* key) {
-    if (!node.contains(key) || !node[key].is_object()) return;
+// The node's dict as NNVM's LoadJSON builds it: "attrs" (MXNet 1.x) or "attr" (0.8's hints), then
+// "param" (0.8's op attributes) for the keys those lack. Values that are not strings keep their
+// JSON text.
+op::AttrPairs node_dict(const Json& node) {
+  op::AttrPairs dict;
+  const auto text = [](const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  for (const char* key : {"attrs", "attr"}) {
+    if (!node.contains(key) || !node[key].is_object()) continue;
+    const bool first = dict.empty();  // an object's keys are unique: only a second one may repeat them
     for (const auto& [name, value] : node[key].items()) {
-      (is_hidden(name) ? out.hidden : out.op).emplace_back(name, value.is_string() ? value.get<std::string>() : value.dump());
+      if (first) dict.emplace_back(name, text(value));
+      else set_key(dict, name, text(value));
     }
-  };
-  if (node.contains("attrs")) {
-    read("attrs");
-  } else {
-    read("param");
-    read("attr");
   }
-  return out;
+  if (node.contains("param") && node["param"].is_object()) {
+    for (const auto& [name, value] : node["param"].items()) {
+      if (!find_key(dict, name)) dict.emplace_back(name, text(value));
+    }
+  }
+  return dict;
+}
+
+// The file's attrs.mxnet_version (["int", 10901]); MXNet's 0.8.0 when it has none.
+std::int64_t mxnet_version(const Json& doc, const std::string& source) {
+  if (!doc.contains("attrs") || !doc["attrs"].is_object() || !doc["attrs"].contains("mxnet_version")) {
+    return make_version(0, 8, 0);
+  }
+  const Json& v = doc["attrs"]["mxnet_version"];
+  if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer()) {
+    throw FileError(source + ": attrs.mxnet_version must be [\"int\", version] such as [\"int\", 10901], got " + v.dump());
+  }
+  return v[1].get<std::int64_t>();
+}
+
+// Note [MXNet's legacy symbol JSON]
+// MXNet 1.9 reads a symbol file through its LoadLegacyJSON pass (src/nnvm/legacy_json_util.cc,
+// applied by MXSymbolCreateFromFile / MXSymbolCreateFromJSON in src/c_api/c_api_symbolic.cc).
+// NNVM's LoadJSON (src/pass/saveload_json.cc, JSONNode::Load) first reads each node's "attrs" or
+// "attr" (0.8's hints) and then "param" (0.8's op attributes) into one dict, "param" adding only
+// keys not there yet, and skips "backward_source_id" (ndgluon also ignores "control_deps", which
+// only order the execution). Then every upgrader
+// newer than the file's attrs.mxnet_version (0.8.0 when it has none) runs, in this order:
+//   UpgradeJSON_FixParsing, for files older than the running MXNet (1.9.1 here): a key that is
+//     one of kHiddenKeys (ctx_group, lr_mult, wd_mult, force_mirroring, mirror_stage;
+//     c_api_symbolic.cc) becomes hidden: "ctx_group" -> "__ctx_group__". A key that ends in "_"
+//     and such a key on an op node ("weight_lr_mult") is set, as "__lr_mult__", on the variable
+//     that the op reads as that input (FListInputNames: "weight"). Any other key stays as written,
+//     and the op's parser then refuses it.
+//   UpgradeJSON_000800_000900 (before 0.9.0, when auxiliary states were not saved): an op node
+//     with fewer inputs than its op takes gets, for each missing one, a new variable
+//     "<node>_<input>" (BatchNorm's "bn0_moving_mean", "bn0_moving_var") whose dict is a copy of
+//     the node's.
+//   UpgradeJSON_000903_000904 (before 0.9.4): each op's FSetInputVarAttrOnCompose runs on its
+//     variable inputs: BatchNorm's moving_mean and moving_var get "__init__" ["zero", {}] and
+//     ["one", {}] unless they have one.
+//   UpgradeJSON_000904_000905 (before 0.9.5): argmax's and argmin's axis -1 meant "no axis" and is
+//     removed.
+// upgrade_legacy does the same, in the same order, on the nodes as read, before the ops parse
+// their attributes. What MXNet asks of each op comes from two tables that hold the ops ndgluon
+// has: mxnet_input_names (FListInputNames) and compose_init (FSetInputVarAttrOnCompose). A file
+// of 1.9.1, which to_json writes, is read as it is.
+
+constexpr std::string_view kHiddenKeys[] = {"ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage"};
+
+// MXNet's input names of the ops that have named parameter inputs (their FListInputNames);
+// empty for the others, which MXNet's upgrade then leaves alone.
+std::vector<std::string> mxnet_input_names(const op::OpDef& op, const op::AttrPairs& dict) {
+  const std::string_view name = op.name;
+  if (name == "FullyConnected" || name == "Convolution" || name == "Deconvolution") {
+    const std::string* text = find_key(dict, "no_bias");
+    const std::optional<bool> no_bias = text ? op::parse_bool(*text) : std::nullopt;
+    std::vector<std::string> names{"data", "weight"};
+    if (!no_bias.value_or(name == "Deconvolution")) names.emplace_back("bias");  // MXNet's defaults
+    return names;
+  }
+  if (name == "BatchNorm") return {"data", "gamma", "beta", "moving_mean", "moving_var"};
+  if (name == "SoftmaxOutput") return {"data", "label"};
+  return {};
+}
+
+// UpgradeJSON_FixParsing.
+void fix_hidden_keys(std::vector<JsonNode>& nodes) {
+  for (JsonNode& node : nodes) {
+    op::AttrPairs held, kept;
+    for (auto& pair : node.dict) {
+      const std::string& key = pair.first;
+      const bool hidden = std::any_of(std::begin(kHiddenKeys), std::end(kHiddenKeys), [&](std::string_view h) {
+        const std::size_t pos = key.rfind(h);
+        return pos == 0 || (pos != std::string::npos && pos == key.size() - h.size());
+      });
+      (hidden ? held : kept).push_back(std::move(pair));
+    }
+    node.dict = std::move(kept);
+    for (auto& [key, value] : held) {
+      bool moved = false;
+      for (const std::string_view h : kHiddenKeys) {
+        const std::size_t pos = key.rfind(h);
+        const std::string hidden = "__" + std::string(h) + "__";
+        if (pos == 0 && key.size() == h.size()) {
+          set_key(node.dict, hidden, value);
+          moved = true;
+          break;
+        }
+        if (pos != std::string::npos && pos > 1 && pos == key.size() - h.size()) {
+          if (node.op) {  // "weight_lr_mult": onto the op's input variable "weight"
+            const std::vector<std::string> names = mxnet_input_names(*node.op, node.dict);
+            const auto it = std::find(names.begin(), names.end(), key.substr(0, pos - 1));
+            const auto slot = static_cast<std::size_t>(it - names.begin());
+            if (it != names.end() && slot < node.inputs.size() && !nodes[node.inputs[slot].node].op) {
+              set_key(nodes[node.inputs[slot].node].dict, hidden, value);
+              moved = true;
+            }
+          }
+          break;
+        }
+      }
+      if (!moved) set_key(node.dict, key, value);
+    }
+  }
+}
+
+// UpgradeJSON_000800_000900: the missing inputs as new variables just before their node.
+void add_missing_inputs(std::vector<JsonNode>& nodes, std::vector<Entry>& heads) {
+  std::vector<JsonNode> upgraded;
+  std::vector<std::uint32_t> new_id(nodes.size(), 0);
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    JsonNode node = std::move(nodes[n]);
+    for (Entry& e : node.inputs) e.node = new_id[e.node];
+    if (node.op) {
+      const std::vector<std::string> names = mxnet_input_names(*node.op, node.dict);
+      for (std::size_t i = node.inputs.size(); i < names.size(); ++i) {
+        JsonNode variable;
+        variable.index = node.index;
+        variable.written_op = "null";
+        variable.name = node.name.empty() ? names[i] : node.name + "_" + names[i];
+        variable.dict = node.dict;
+        upgraded.push_back(std::move(variable));
+        node.inputs.push_back({static_cast<std::uint32_t>(upgraded.size() - 1), 0});
+      }
+    }
+    new_id[n] = static_cast<std::uint32_t>(upgraded.size());
+    upgraded.push_back(std::move(node));
+  }
+  for (Entry& e : heads) e.node = new_id[e.node];
+  nodes = std::move(upgraded);
+}
+
+void upgrade_legacy(std::vector<JsonNode>& nodes, std::vector<Entry>& heads, std::int64_t version) {
+  if (version < kMxnetVersion) fix_hidden_keys(nodes);
+  if (version < make_version(0, 9, 0)) add_missing_inputs(nodes, heads);
+  if (version < make_version(0, 9, 4)) {  // UpgradeJSON_000903_000904
+    for (const JsonNode& node : nodes) {
+      if (!node.op) continue;
+      for (std::size_t slot = 0; slot < node.inputs.size(); ++slot) {
+        JsonNode& input = nodes[node.inputs[slot].node];
+        const std::string init = compose_init(*node.op, static_cast<std::uint32_t>(slot));
+        if (!input.op && !init.empty() && !find_key(input.dict, "__init__")) set_key(input.dict, "__init__", init);
+      }
+    }
+  }
+  if (version < make_version(0, 9, 5)) {  // UpgradeJSON_000904_000905
+    for (JsonNode& node : nodes) {
+      if (!node.op || (std::string_view(node.op->name) != "argmax" && std::string_view(node.op->name) != "argmin")) continue;
+      const std::string* axis = find_key(node.dict, "axis");
+      if (axis && *axis == "-1") {
+        std::erase_if(node.dict, [](const auto& pair) { return pair.first == "axis"; });
+      }
+    }
+  }
 }
 
 // A variable's "__shape__" in MXNet's spelling ("(2, 3)", "[2, 3]"): extents 0 (or -1, MXNet's
@@ -308,6 +502,72 @@ void check_dtype_hint(const std::string& text, const std::string& where) {
 
 }  // namespace
 
+std::string compose_init(const op::OpDef& op, std::uint32_t slot) {
+  if (std::string_view(op.name) == "BatchNorm") {
+    if (slot == 3) return "[\"zero\", {}]";
+    if (slot == 4) return "[\"one\", {}]";
+  }
+  return "";
+}
+
+std::optional<Shape> infer_input_shape(const Node& reader, std::uint32_t slot, const std::optional<Shape>& data) {
+  if (reader.is_variable() || !reader.op->attrs) return std::nullopt;
+  const op::AttrPairs attrs = reader.op->attrs(reader.params);  // MXNet's texts: "(3, 3)", "True"
+  const auto integer = [&](const char* key, std::int64_t fallback) {
+    const std::string* text = find_key(attrs, key);
+    return (text ? op::parse_int(*text) : std::nullopt).value_or(fallback);
+  };
+  const auto boolean = [&](const char* key, bool fallback) {
+    const std::string* text = find_key(attrs, key);
+    return (text ? op::parse_bool(*text) : std::nullopt).value_or(fallback);
+  };
+  // The data's extent on axis (negative: from the end), 0 where not known.
+  const auto extent = [&](int axis) -> std::int64_t {
+    if (!data) return 0;
+    if (axis < 0) axis += data->ndim();
+    return axis >= 0 && axis < data->ndim() ? (*data)[axis] : 0;
+  };
+  const std::string_view op = reader.op->name;
+  if (op == "FullyConnected") {
+    const std::int64_t hidden = integer("num_hidden", 0);
+    if (slot == 2) return Shape{hidden};
+    if (slot != 1) return std::nullopt;
+    std::int64_t in = 0;  // (batch, in...) flattened, or the last axis
+    if (data && data->ndim() >= 2 && boolean("flatten", true)) {
+      in = 1;
+      for (int d = 1; d < data->ndim(); ++d) in *= (*data)[d];
+    } else if (data && data->ndim() >= 1 && !boolean("flatten", true)) {
+      in = extent(-1);
+    }
+    return Shape{hidden, in};
+  }
+  if (op == "Convolution" || op == "Deconvolution") {
+    const std::int64_t filters = integer("num_filter", 0), groups = std::max<std::int64_t>(integer("num_group", 1), 1);
+    if (slot == 2) return Shape{filters};
+    const std::string* kernel_text = find_key(attrs, "kernel");
+    const std::optional<std::vector<std::int64_t>> kernel = kernel_text ? op::parse_tuple(*kernel_text) : std::nullopt;
+    if (slot != 1 || !kernel) return std::nullopt;
+    const std::string* layout = find_key(attrs, "layout");
+    const bool channels_last = layout && layout->size() >= 3 && layout->back() == 'C';  // NWC, NHWC, NDHWC
+    const std::int64_t channels = extent(channels_last ? -1 : 1);
+    std::vector<std::int64_t> dims;
+    if (op == "Deconvolution") {  // (channels, num_filter / num_group, kernel...)
+      dims = {channels, filters / groups};
+      dims.insert(dims.end(), kernel->begin(), kernel->end());
+    } else if (channels_last) {  // (num_filter, kernel..., channels / num_group)
+      dims = {filters};
+      dims.insert(dims.end(), kernel->begin(), kernel->end());
+      dims.push_back(channels / groups);
+    } else {  // (num_filter, channels / num_group, kernel...)
+      dims = {filters, channels / groups};
+      dims.insert(dims.end(), kernel->begin(), kernel->end());
+    }
+    return Shape(dims);
+  }
+  if (op == "BatchNorm" && slot >= 1 && slot <= 4) return Shape{extent(static_cast<int>(integer("axis", 1)))};
+  return std::nullopt;
+}
+
 Graph from_json(const std::string& text, const std::string& source) {
   Json doc;
   try {
@@ -319,7 +579,7 @@ Graph from_json(const std::string& text, const std::string& source) {
   if (!doc.is_object() || !doc.contains("nodes") || !doc["nodes"].is_array() || !doc.contains("heads")) {
     throw bad("not a symbol JSON (an object with \"nodes\" and \"heads\")");
   }
-  Graph g;
+  const std::int64_t version = mxnet_version(doc, source);
   const Json& nodes = doc["nodes"];
   const auto entry = [&](const Json& e, std::size_t limit, const std::string& where) {
     if (!e.is_array() || e.size() < 2 || !e[0].is_number_unsigned() || !e[1].is_number_unsigned() ||
@@ -328,46 +588,69 @@ Graph from_json(const std::string& text, const std::string& source) {
     }
     return Entry{e[0].get<std::uint32_t>(), e[1].get<std::uint32_t>()};
   };
+  const auto where_of = [](const JsonNode& node) { return "node " + std::to_string(node.index) + " ('" + node.name + "')"; };
+  // The nodes as NNVM's LoadJSON reads them.
+  std::vector<JsonNode> read;
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     const Json& j = nodes[n];
     if (!j.is_object() || !j.contains("op") || !j["op"].is_string() || !j.contains("name") || !j["name"].is_string()) {
       throw bad("node " + std::to_string(n) + " needs a string \"op\" and \"name\"");
     }
-    Node node;
+    JsonNode node;
+    node.index = n;
     node.name = j["name"].get<std::string>();
+    node.dict = node_dict(j);
     const std::string op = j["op"].get<std::string>();
-    const std::string where = "node " + std::to_string(n) + " ('" + node.name + "')";
-    NodeAttrs attrs = node_attrs(j);
-    if (op == "null") {
-      for (const auto& [key, value] : attrs.hidden) {
-        if (key == "__shape__") node.shape_hint = parse_shape_hint(value, source + ": " + where);
-        else if (key == "__dtype__") check_dtype_hint(value, source + ": " + where);
+    node.written_op = op;
+    if (op != "null") {
+      // MXNet's name or ndgluon's; a name that stands for attributes (_rminus_scalar) adds them.
+      node.op = op::find_op(op, node.dict);
+      if (!node.op) throw ValueError(source + ": " + where_of(node) + ": ndgluon has no op '" + op + "'");
+      if (j.contains("inputs")) {
+        for (const Json& e : j["inputs"]) node.inputs.push_back(entry(e, n, where_of(node)));
+      }
+    }
+    read.push_back(std::move(node));
+  }
+  std::vector<Entry> heads;
+  for (const Json& e : doc["heads"]) heads.push_back(entry(e, read.size(), "heads"));
+  upgrade_legacy(read, heads, version);
+
+  Graph g;
+  for (JsonNode& j : read) {
+    Node node;
+    node.name = j.name;
+    const std::string where = source + ": " + where_of(j);
+    if (!j.op) {
+      for (auto& [key, value] : j.dict) {
+        if (key == "__shape__") {
+          node.shape_hint = parse_shape_hint(value, where);
+          continue;
+        }
+        if (key == "__dtype__") check_dtype_hint(value, where);
+        node.annotations.emplace_back(key, std::move(value));
       }
       g.nodes.push_back(std::move(node));
       continue;
     }
-    // MXNet's name or ndgluon's; a name that stands for attributes (_rminus_scalar) adds them.
-    node.op = op::find_op(op, attrs.op);
-    if (!node.op) throw ValueError(source + ": " + where + ": ndgluon has no op '" + op + "'");
+    node.op = j.op;
+    op::AttrPairs attrs;  // the op's; the hidden keys are the node's annotations
+    for (auto& [key, value] : j.dict) (is_hidden(key) ? node.annotations : attrs).emplace_back(key, std::move(value));
     if (node.op->parse_attrs) {
       try {
-        node.params = node.op->parse_attrs(attrs.op);
+        node.params = node.op->parse_attrs(attrs);
       } catch (const ValueError& e) {
-        throw ValueError(source + ": " + where + ": " + e.what());
+        throw ValueError(where + ": " + e.what());
       }
-    } else if (!attrs.op.empty()) {
-      throw ValueError(source + ": " + where + ": op '" + op + "' takes no attributes, got " + attrs.op.front().first);
+    } else if (!attrs.empty()) {
+      throw ValueError(where + ": op '" + j.written_op + "' takes no attributes, got " + attrs.front().first);
     }
-    if (j.contains("inputs")) {
-      for (const Json& e : j["inputs"]) {
-        node.inputs.push_back(entry(e, n, where));
-        node.input_slots.push_back(static_cast<std::uint32_t>(node.input_slots.size()));
-      }
-    }
+    node.inputs = std::move(j.inputs);
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) node.input_slots.push_back(static_cast<std::uint32_t>(i));
     node.num_inputs = std::max(static_cast<std::uint32_t>(node.inputs.size()), node.op->arity);
     g.nodes.push_back(std::move(node));
   }
-  for (const Json& e : doc["heads"]) g.heads.push_back(entry(e, g.nodes.size(), "heads"));
+  g.heads = std::move(heads);
   // Outputs per node: as many as the entries read (ops with hidden outputs such as BatchNorm's
   // mean and variance produce them all when run).
   for (Node& node : g.nodes) node.num_outputs = 1;

@@ -38,6 +38,10 @@ struct Node {
   // A variable's shape as MXNet's "__shape__" hint gives it (an extent 0: not known); a traced
   // parameter's own shape. None for the inputs, whose batch extent varies.
   std::optional<Shape> shape_hint;
+  // The keys of the JSON node that are not the op's attributes, kept as read and written back:
+  // NNVM's hidden keys ("__ctx_group__", "__lr_mult__", "__init__", "__dtype__", ...) and, on a
+  // variable, whatever else it carries ("__shape__" is shape_hint). Empty for traced nodes.
+  op::AttrPairs annotations;
   bool is_variable() const { return op == nullptr; }
 };
 
@@ -68,24 +72,51 @@ Graph trace(const std::function<std::vector<nd::NDArray>(const std::vector<nd::N
             const std::vector<nd::NDArray>& inputs, const std::vector<std::string>& input_names,
             const NameOf& name_of, std::vector<nd::NDArray>* outputs = nullptr);
 
+// The value of a variable that run() was not given, asked for when an op first reads it: the
+// variable's node, the op's node, the input slot it is read at and the op's inputs gathered so
+// far (none arrays for those still to come; the data, slot 0, comes first). SymbolBlock completes
+// a parameter's deferred shape here, from the op's data (infer_input_shape).
+using Resolve = std::function<nd::NDArray(const Node& variable, const Node& reader, std::uint32_t slot,
+                                          const std::vector<nd::NDArray>& inputs)>;
+
 // The heads' values for the given variables (every variable of g by name; mx::ValueError naming a
-// missing one), each op run through op::invoke on the variables' context: recorded by autograd
-// inside autograd::record(). An op's mx::ShapeError or mx::DTypeError comes back as the same type
-// naming the node, its op and the variables it reads with their shapes (a parameter that does not
-// fit the model).
+// missing one unless `resolve` gives it), each op run through op::invoke on the variables'
+// context: recorded by autograd inside autograd::record(). An op's mx::ShapeError or mx::DTypeError
+// comes back as the same type naming the node, its op and the variables it reads with their
+// shapes (a parameter that does not fit the model).
 // `values`, when given, receives every node's outputs (a variable's: its array).
 std::vector<nd::NDArray> run(const Graph& g, const std::map<std::string, nd::NDArray>& variables,
-                             std::vector<std::vector<nd::NDArray>>* values = nullptr);
+                             std::vector<std::vector<nd::NDArray>>* values = nullptr, const Resolve& resolve = {});
+
+// The shape MXNet's shape inference (FInferShape) gives the variable that op node `reader` reads
+// at input `slot`, from the node's attributes and its data's shape (`data`, input 0; none when not
+// known yet), 0 for an extent not known: FullyConnected's weight (num_hidden, in) and bias,
+// Convolution's weight (num_filter, channels / num_group, kernel...) and Deconvolution's
+// (channels, num_filter / num_group, kernel...) and their bias (num_filter,), BatchNorm's gamma,
+// beta, moving_mean and moving_var (channels,). None for any other op or input: its shape is not
+// inferred (a "__shape__" hint or a parameter file must give it).
+std::optional<Shape> infer_input_shape(const Node& reader, std::uint32_t slot, const std::optional<Shape>& data);
+
+// The "__init__" MXNet's op gives a variable it reads at input `slot` when a symbol is composed
+// (the op's FSetInputVarAttrOnCompose): BatchNorm's moving_mean "[\"zero\", {}]" and moving_var
+// "[\"one\", {}]". Empty for every other op and input.
+std::string compose_init(const op::OpDef& op, std::uint32_t slot);
 
 // MXNet's symbol JSON (NNVM's graph JSON): nodes with op ("null" for a variable), name, attrs and
 // inputs ([node, index, version]), arg_nodes, node_row_ptr, heads, and attrs.mxnet_version. Ops
-// are written under MXNet 1.x's names (op::mxnet_name: broadcast_add, _rminus_scalar, ...) and
-// variables with a shape hint get "__shape__", so that MXNet reads the file.
+// are written under MXNet 1.x's names (op::mxnet_name: broadcast_add, _rminus_scalar, ...),
+// variables with a shape hint get "__shape__", and every node its annotations, so that MXNet reads
+// the file.
 std::string to_json(const Graph& g);
-// Reads JSON written by to_json or by MXNet 1.x (attrs or the older param/attr keys; op names
-// ndgluon's or MXNet's, op::find_op; a variable's "__shape__" kept as its shape_hint, the other
-// hidden keys ignored). mx::FileError naming `source` for malformed JSON or structure;
-// mx::ValueError naming the node for an op ndgluon lacks or attributes it cannot read.
+// Reads JSON written by to_json, by MXNet 1.x or by MXNet since 0.8 (a node's "attrs", or the
+// older "attr" and "param", merged as NNVM's LoadJSON does; op names ndgluon's or MXNet's,
+// op::find_op; a variable's "__shape__" kept as its shape_hint, the other keys that are not the
+// op's as its annotations). A file older than attrs.mxnet_version 10901 (none: 0.8.0) is upgraded
+// as MXNet 1.9's loader upgrades it (Note [MXNet's legacy symbol JSON] in graph.cpp): ctx_group,
+// lr_mult, ... become hidden "__ctx_group__", ...; BatchNorm nodes saved without their auxiliary
+// inputs get "<name>_moving_mean" / "<name>_moving_var" variables. mx::FileError naming `source`
+// for malformed JSON or structure; mx::ValueError naming the node for an op ndgluon lacks or
+// attributes it cannot read.
 Graph from_json(const std::string& json, const std::string& source = "symbol JSON");
 
 // Leaves out the label inputs of loss heads (SoftmaxOutput's, which only its gradient reads)

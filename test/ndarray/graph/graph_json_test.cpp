@@ -3,7 +3,9 @@
 // "__shape__" hints, read back to the same ops and values; JSON as MXNet writes it (broadcast_mul,
 // _rdiv_scalar, elemwise_add, identity, BlockGrad, LeakyReLU, SoftmaxOutput with its label
 // variable, "__shape__" / "__dtype__" hints) imported, its label dropped by graph::drop_labels and
-// run on every context against hand-computed values; and the typed errors naming the node.
+// run on every context against hand-computed values; MXNet 0.8's JSON upgraded as MXNet 1.9 loads
+// it (hidden keys, BatchNorm's auxiliary states, argmax's axis) and run against nd ops; and the
+// typed errors naming the node or the file.
 #include "test/support/arrays.hpp"
 #include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
@@ -16,6 +18,8 @@
 #include <vector>
 
 #include <ndarray/ndarray.hpp>
+#include <ndarray/ops/nn.hpp>
+#include <ndarray/ops/softmax.hpp>
 
 #include "ndarray/graph/graph.hpp"
 #include "ndarray/ops/op.hpp"
@@ -129,6 +133,207 @@ Values mxnet_model_reference() {
   for (const double v : a) s.push_back(10 / (v + 3) + v);
   return softmax_rows(s, 2);
 }
+
+// The node's annotation `key`, or none.
+std::optional<std::string> annotation(const graph::Node& node, const std::string& key) {
+  for (const auto& [name, value] : node.annotations) {
+    if (name == key) return value;
+  }
+  return std::nullopt;
+}
+
+// MXNet 0.8's save_000800.json, byte for byte as MXNet's own test_load_000800 reads it
+// (tests/python/unittest/save_000800.json): op attributes under "param", ctx_group / lr_mult /
+// wd_mult / weight_lr_mult under "attr", "backward_source_id", [node, index] entries, no
+// node_row_ptr and no attrs.mxnet_version, and BatchNorm saved with data, gamma and beta only.
+const char* kMxnet080Json = R"json({
+  "nodes": [
+    {
+      "op": "null", 
+      "param": {}, 
+      "name": "data", 
+      "inputs": [], 
+      "backward_source_id": -1, 
+      "attr": {
+        "ctx_group": "stage1", 
+        "lr_mult": "0.2"
+      }
+    }, 
+    {
+      "op": "null", 
+      "param": {}, 
+      "name": "fc1_weight", 
+      "inputs": [], 
+      "backward_source_id": -1, 
+      "attr": {
+        "ctx_group": "stage1", 
+        "wd_mult": "0.3", 
+        "weight_lr_mult": "1.2"
+      }
+    }, 
+    {
+      "op": "null", 
+      "param": {}, 
+      "name": "fc1_bias", 
+      "inputs": [], 
+      "backward_source_id": -1, 
+      "attr": {
+        "ctx_group": "stage1", 
+        "wd_mult": "0.3", 
+        "weight_lr_mult": "1.2"
+      }
+    }, 
+    {
+      "op": "FullyConnected", 
+      "param": {
+        "no_bias": "False", 
+        "num_hidden": "128"
+      }, 
+      "name": "fc1", 
+      "inputs": [[0, 0], [1, 0], [2, 0]], 
+      "backward_source_id": -1, 
+      "attr": {
+        "ctx_group": "stage1", 
+        "wd_mult": "0.3", 
+        "weight_lr_mult": "1.2"
+      }
+    }, 
+    {
+      "op": "Activation", 
+      "param": {"act_type": "relu"}, 
+      "name": "relu1", 
+      "inputs": [[3, 0]], 
+      "backward_source_id": -1, 
+      "attr": {"ctx_group": "stage1"}
+    }, 
+    {
+      "op": "null", 
+      "param": {}, 
+      "name": "fc2_weight", 
+      "inputs": [], 
+      "backward_source_id": -1, 
+      "attr": {
+        "ctx_group": "stage2", 
+        "lr_mult": "0.01"
+      }
+    }, 
+    {
+      "op": "null", 
+      "param": {}, 
+      "name": "fc2_bias", 
+      "inputs": [], 
+      "backward_source_id": -1, 
+      "attr": {
+        "ctx_group": "stage2", 
+        "lr_mult": "0.01"
+      }
+    }, 
+    {
+      "op": "FullyConnected", 
+      "param": {
+        "no_bias": "False", 
+        "num_hidden": "64"
+      }, 
+      "name": "fc2", 
+      "inputs": [[4, 0], [5, 0], [6, 0]], 
+      "backward_source_id": -1, 
+      "attr": {
+        "ctx_group": "stage2", 
+        "lr_mult": "0.01"
+      }
+    }, 
+    {
+      "op": "Activation", 
+      "param": {"act_type": "relu"}, 
+      "name": "relu2", 
+      "inputs": [[7, 0]], 
+      "backward_source_id": -1, 
+      "attr": {"ctx_group": "stage2"}
+    }, 
+    {
+      "op": "null", 
+      "param": {}, 
+      "name": "fc3_weight", 
+      "inputs": [], 
+      "backward_source_id": -1, 
+      "attr": {"ctx_group": "stage2"}
+    }, 
+    {
+      "op": "null", 
+      "param": {}, 
+      "name": "fc3_bias", 
+      "inputs": [], 
+      "backward_source_id": -1, 
+      "attr": {"ctx_group": "stage2"}
+    }, 
+    {
+      "op": "FullyConnected", 
+      "param": {
+        "no_bias": "False", 
+        "num_hidden": "10"
+      }, 
+      "name": "fc3", 
+      "inputs": [[8, 0], [9, 0], [10, 0]], 
+      "backward_source_id": -1, 
+      "attr": {"ctx_group": "stage2"}
+    }, 
+    {
+      "op": "null", 
+      "param": {}, 
+      "name": "batchnorm0_gamma", 
+      "inputs": [], 
+      "backward_source_id": -1, 
+      "attr": {"ctx_group": "stage2"}
+    }, 
+    {
+      "op": "null", 
+      "param": {}, 
+      "name": "batchnorm0_beta", 
+      "inputs": [], 
+      "backward_source_id": -1, 
+      "attr": {"ctx_group": "stage2"}
+    }, 
+    {
+      "op": "BatchNorm", 
+      "param": {
+        "eps": "0.001", 
+        "fix_gamma": "True", 
+        "momentum": "0.9", 
+        "use_global_stats": "False"
+      }, 
+      "name": "batchnorm0", 
+      "inputs": [[11, 0], [12, 0], [13, 0]], 
+      "backward_source_id": -1, 
+      "attr": {"ctx_group": "stage2"}
+    }, 
+    {
+      "op": "null", 
+      "param": {}, 
+      "name": "softmax_label", 
+      "inputs": [], 
+      "backward_source_id": -1, 
+      "attr": {"ctx_group": "stage2"}
+    }, 
+    {
+      "op": "SoftmaxOutput", 
+      "param": {
+        "grad_scale": "1", 
+        "ignore_label": "-1", 
+        "multi_output": "False", 
+        "normalization": "null", 
+        "out_grad": "False", 
+        "preserve_shape": "False", 
+        "use_ignore": "False"
+      }, 
+      "name": "softmax", 
+      "inputs": [[14, 0], [15, 0]], 
+      "backward_source_id": -1, 
+      "attr": {"ctx_group": "stage2"}
+    }
+  ], 
+  "arg_nodes": [0, 1, 2, 5, 6, 9, 10, 12, 13, 15], 
+  "heads": [[16, 0]]
+})json";
 
 }  // namespace
 
@@ -334,6 +539,134 @@ BOOST_AUTO_TEST_CASE(bad_hints_and_unknown_ops_name_the_node) {
           {"op": "_rfancy_scalar", "name": "f", "attrs": {"scalar": "1"}, "inputs": [[0, 0, 0]]}], "heads": [[1, 0, 0]]})j",
                        "m.json"),
       mx::ValueError, "node 1 ('f')", "_rfancy_scalar");
+}
+
+BOOST_AUTO_TEST_CASE(mxnet_0_8_json_is_upgraded_as_mxnet_1_9_loads_it) {
+  const graph::Graph g = graph::from_json(kMxnet080Json, "save_000800.json");
+  // BatchNorm's auxiliary states, added as its inputs 3 and 4 just before it (UpgradeJSON_000800_000900).
+  BOOST_TEST(g.nodes.size() == 19u);
+  BOOST_TEST((g.variable_names() ==
+              std::vector<std::string>{"data", "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias", "fc3_weight", "fc3_bias",
+                                       "batchnorm0_gamma", "batchnorm0_beta", "batchnorm0_moving_mean",
+                                       "batchnorm0_moving_var", "softmax_label"}));
+  const graph::Node& bn = node_named(g, "batchnorm0");
+  BOOST_TEST_REQUIRE(bn.inputs.size() == 5u);
+  BOOST_TEST(g.nodes[bn.inputs[3].node].name == "batchnorm0_moving_mean");
+  BOOST_TEST(g.nodes[bn.inputs[4].node].name == "batchnorm0_moving_var");
+  BOOST_TEST((attrs_of(bn) == op::AttrPairs{{"eps", "0.001"}, {"momentum", "0.9"}, {"fix_gamma", "True"},
+                                             {"use_global_stats", "False"}, {"axis", "1"}}));
+  // The old keys as MXNet's hidden ones (UpgradeJSON_FixParsing): fc1's weight_lr_mult onto its
+  // weight variable; a variable's own weight_lr_mult stays as written.
+  const auto check = [&](const std::string& node, const std::string& key, const std::optional<std::string>& want) {
+    BOOST_TEST_CONTEXT(node << " " << key) { BOOST_TEST((annotation(node_named(g, node), key) == want)); }
+  };
+  check("data", "__ctx_group__", "stage1");
+  check("data", "__lr_mult__", "0.2");
+  check("data", "ctx_group", std::nullopt);
+  check("fc1_weight", "__lr_mult__", "1.2");
+  check("fc1_weight", "__wd_mult__", "0.3");
+  check("fc1_weight", "weight_lr_mult", "1.2");
+  check("fc1_bias", "__lr_mult__", std::nullopt);
+  check("fc1_bias", "weight_lr_mult", "1.2");
+  check("fc1", "__ctx_group__", "stage1");
+  check("fc1", "__wd_mult__", "0.3");
+  check("fc1", "weight_lr_mult", std::nullopt);
+  check("fc2", "__lr_mult__", "0.01");
+  check("softmax", "__ctx_group__", "stage2");
+  // The new variables carry a copy of their node's dict, and BatchNorm's compose-time __init__
+  // (UpgradeJSON_000903_000904).
+  check("batchnorm0_moving_mean", "__ctx_group__", "stage2");
+  check("batchnorm0_moving_mean", "eps", "0.001");
+  check("batchnorm0_moving_mean", "__init__", "[\"zero\", {}]");
+  check("batchnorm0_moving_var", "__init__", "[\"one\", {}]");
+  check("batchnorm0_gamma", "__init__", std::nullopt);
+
+  // Written as MXNet 1.9 saves the upgraded symbol, and read back to the same graph.
+  const std::string json = graph::to_json(g);
+  for (const char* part : {"\"__ctx_group__\": \"stage2\"", "\"__lr_mult__\": \"1.2\"", "\"__wd_mult__\": \"0.3\"",
+                           "\"name\": \"batchnorm0_moving_var\"", "\"__init__\": \"[\\\"one\\\", {}]\"",
+                           "\"mxnet_version\"", "\"node_row_ptr\""}) {
+    BOOST_TEST_CONTEXT(part) { BOOST_TEST(contains(json, part)); }
+  }
+  for (const char* absent : {"\"ctx_group\"", "\"lr_mult\"", "\"param\"", "backward_source_id"}) {
+    BOOST_TEST_CONTEXT(absent) { BOOST_TEST(!contains(json, absent)); }
+  }
+  BOOST_TEST(graph::to_json(graph::from_json(json)) == json);
+
+  // Run on every context, label dropped, in prediction, against the same model of nd ops on cpu(0).
+  graph::Graph predict = g;
+  BOOST_TEST((graph::drop_labels(predict, {"data"}) == std::vector<std::string>{"softmax_label"}));
+  const std::map<std::string, mx::Shape> shapes{
+      {"data", {3, 7}},      {"fc1_weight", {128, 7}}, {"fc1_bias", {128}},         {"fc2_weight", {64, 128}},
+      {"fc2_bias", {64}},    {"fc3_weight", {10, 64}}, {"fc3_bias", {10}},          {"batchnorm0_gamma", {10}},
+      {"batchnorm0_beta", {10}}, {"batchnorm0_moving_mean", {10}}, {"batchnorm0_moving_var", {10}}};
+  std::map<std::string, nd::NDArray> host;
+  unsigned seed = 80;
+  for (const auto& [name, shape] : shapes) host[name] = ndg_test::random_array(shape, mx::cpu(), seed++);
+  host["batchnorm0_moving_var"] = host["batchnorm0_moving_var"] + 1.5;  // a variance, > 0
+  nd::BatchNormOptions bn_options;
+  bn_options.eps = 0.001;
+  bn_options.fix_gamma = true;
+  const nd::NDArray h1 = nd::FullyConnected(host["data"], host["fc1_weight"], host["fc1_bias"], 128, false, true, "relu");
+  const nd::NDArray h2 = nd::FullyConnected(h1, host["fc2_weight"], host["fc2_bias"], 64, false, true, "relu");
+  const nd::NDArray h3 = nd::FullyConnected(h2, host["fc3_weight"], host["fc3_bias"], 10);
+  const Values want = values(nd::softmax(nd::BatchNorm(h3, host["batchnorm0_gamma"], host["batchnorm0_beta"],
+                                                       host["batchnorm0_moving_mean"], host["batchnorm0_moving_var"],
+                                                       bn_options)));
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    std::map<std::string, nd::NDArray> variables;
+    for (const auto& [name, array] : host) variables[name] = array.copyto(ctx);
+    const nd::NDArray y = graph::run(predict, variables).at(0);
+    BOOST_TEST(y.context() == ctx);
+    BOOST_TEST(y.shape() == (mx::Shape{3, 10}));
+    check_close(y, want, 1e-5, 1e-6);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(files_of_today_load_as_before) {
+  // MXNet 1.9's layout: no node added, the hidden keys kept as annotations and written back.
+  const graph::Graph g = graph::from_json(kMxnetJson);
+  BOOST_TEST(g.nodes.size() == 13u);
+  BOOST_TEST((annotation(node_named(g, "w"), "__lr_mult__") == std::optional<std::string>("1.0")));
+  BOOST_TEST((annotation(node_named(g, "w"), "__shape__") == std::nullopt));  // the shape_hint
+  BOOST_TEST((annotation(node_named(g, "e"), "__profiler_scope__") == std::optional<std::string>("model:")));
+  const std::string json = graph::to_json(g);
+  BOOST_TEST(contains(json, "\"__profiler_scope__\": \"model:\""));
+  BOOST_TEST(graph::to_json(graph::from_json(json)) == json);
+  // A file of 1.9.1 is not upgraded: a bare ctx_group is an attribute the op refuses, as MXNet does.
+  NDG_CHECK_THROWS_WITH(
+      graph::from_json(R"j({"nodes": [{"op": "null", "name": "data", "inputs": []},
+          {"op": "Activation", "name": "a", "attrs": {"act_type": "relu", "ctx_group": "dev1"}, "inputs": [[0, 0, 0]]}],
+          "heads": [[1, 0, 0]], "attrs": {"mxnet_version": ["int", 10901]}})j",
+                       "m.json"),
+      mx::ValueError, "m.json", "node 1 ('a')", "ctx_group");
+  // An older one is: the same key becomes __ctx_group__.
+  const graph::Graph old = graph::from_json(R"j({"nodes": [{"op": "null", "name": "data", "inputs": []},
+      {"op": "Activation", "name": "a", "attrs": {"act_type": "relu", "ctx_group": "dev1"}, "inputs": [[0, 0, 0]]}],
+      "heads": [[1, 0, 0]], "attrs": {"mxnet_version": ["int", 10600]}})j");
+  BOOST_TEST((annotation(old.nodes[1], "__ctx_group__") == std::optional<std::string>("dev1")));
+}
+
+BOOST_AUTO_TEST_CASE(legacy_argmax_axis_minus_one_meant_every_element) {
+  const auto argmax = [](const std::string& version) {
+    return graph::from_json(R"j({"nodes": [{"op": "null", "name": "x", "inputs": []},
+        {"op": "argmax", "name": "a", "param": {"axis": "-1"}, "inputs": [[0, 0]]}], "arg_nodes": [0], "heads": [[1, 0]])j" +
+                            version + "}");
+  };
+  BOOST_TEST((attrs_of(argmax("").nodes[1]) == op::AttrPairs{{"keepdims", "False"}}));  // 0.8.0: UpgradeJSON_000904_000905
+  BOOST_TEST((attrs_of(argmax(R"(, "attrs": {"mxnet_version": ["int", 905]})").nodes[1]) ==
+              op::AttrPairs{{"axis", "-1"}, {"keepdims", "False"}}));
+}
+
+BOOST_AUTO_TEST_CASE(malformed_json_names_the_file) {
+  NDG_CHECK_THROWS_WITH(graph::from_json("{\"nodes\": [", "old-symbol.json"), mx::FileError, "old-symbol.json", "not JSON");
+  std::string json = kMxnet080Json;
+  json.replace(json.rfind('}'), 1, R"(, "attrs": {"mxnet_version": "0.8.0"}})");
+  NDG_CHECK_THROWS_WITH(graph::from_json(json, "old-symbol.json"), mx::FileError, "old-symbol.json", "mxnet_version");
+  json = kMxnet080Json;
+  json.replace(json.find("[[11, 0], [12, 0], [13, 0]]"), 27, "[[11, 0], [12, 0], [19, 0]]");
+  NDG_CHECK_THROWS_WITH(graph::from_json(json, "old-symbol.json"), mx::FileError, "old-symbol.json",
+                        "node 14 ('batchnorm0')", "bad entry [19,0]");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
