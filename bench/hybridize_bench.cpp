@@ -170,15 +170,17 @@ int main(int argc, char** argv) {
                "CUDA graphs, measured in one run. Run from the source root: "
                "build/bench/hybridize_bench bench/torch_peer.py"};
   std::string peer_script;
+  bool cpu_only = false;
+  app.add_flag("--cpu-only", cpu_only, "run the cpu(0) rows alone, without the GPU rows and PyTorch");
   if (const std::optional<int> exit_code =
           bench::parse_peer_command_line(app, argc, argv, peer_script, /*needs_gpu=*/false)) {
     return *exit_code;
   }
-  const bool have_gpu = mx::num_gpus() > 0;
+  const bool have_gpu = !cpu_only && mx::num_gpus() > 0;
   const mx::Context gpu0 = mx::gpu(0), cpu0 = mx::cpu(0);
   std::printf("device: %s, hybridize: ndgluon eager and hybridized vs PyTorch eager and CUDA graph; "
               "cpu(0) rows on %u hardware threads\n",
-              have_gpu ? mx::gpu_name(0).c_str() : "no GPU (cpu(0) rows only)", std::thread::hardware_concurrency());
+              have_gpu ? mx::gpu_name(0).c_str() : cpu_only ? "cpu(0) rows only (--cpu-only)" : "no GPU (cpu(0) rows only)", std::thread::hardware_concurrency());
   std::vector<bench::Row> rows;
 
   if (have_gpu) {

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <utility>
 #include <cstring>
 #include <vector>
 
@@ -23,6 +25,7 @@ namespace {
 using nd::NDArray;
 
 std::atomic<bool> cpu_gemm_split{true};
+std::atomic<int> cpu_gemm_threads{0};  // 0: omp_get_max_threads()
 
 // One product c = alpha * op(a) · op(b) + beta * c of m x n, leading dimensions as given.
 void blas_gemm(DType dt, const GemmArgs& g, std::int64_t m, std::int64_t n, const void* a, std::int64_t lda,
@@ -48,10 +51,11 @@ void blas_gemm(DType dt, const GemmArgs& g, std::int64_t m, std::int64_t n, cons
 // Debian's default) keeps a pool of its own, whose threads spin after each product while libgomp's
 // spin after each loop: on a 32-core host one MLP epoch took 0.79 s, against 0.44 s with
 // OMP_WAIT_POLICY=passive. So with any build but the OpenMP one, OpenBLAS is set to one thread
-// once, and ndgluon splits each large product over its own team: blocks of c's rows (of its
-// columns when c has fewer rows than threads have work), each one single-threaded GEMM. One team
-// then does all the work, whichever OpenBLAS the loader found; the split packs op(b) once per
-// block instead of once, which large products do not notice.
+// once, and ndgluon cuts each large product into a grid of blocks of c for its own team
+// (gemm_grid), each one single-threaded GEMM. One team then does all the work, whichever OpenBLAS
+// the loader found. The OpenMP build stays faster where products dominate: each block packs its
+// panels of op(a) and op(b) again, where OpenBLAS's own threads share one packed panel
+// (bench/RESULTS.md, "One thread team").
 bool split_products() {
   static const bool split = [] {
     if (openblas_get_parallel() == 2) return false;  // the OpenMP build: already one team
@@ -61,33 +65,47 @@ bool split_products() {
   return split && cpu_gemm_split.load(std::memory_order_relaxed);
 }
 
-// Rows (or columns) per block: blocks of at least 2^20 multiply-adds, at most one per thread.
+// How a product of c (m, n) is cut for the team: a grid of row blocks by column blocks, at most one
+// block per thread, each at least 64 x 64 where c allows it and at least 2^20 multiply-adds. Each
+// block packs its panel of op(a) and of op(b): 32 thin row blocks of a 256 x 256 product would
+// each pack all of op(b), so the grid keeps blocks near square. {1, 1}: one call.
+std::pair<std::int64_t, std::int64_t> gemm_grid(std::int64_t m, std::int64_t n, std::int64_t k, int threads) {
+  constexpr std::int64_t kMinEdge = 64, kMinWork = std::int64_t{1} << 20;
+  const std::int64_t max_blocks = std::min<std::int64_t>(threads, std::max<std::int64_t>(1, m * n * k / kMinWork));
+  const std::int64_t max_rows = std::max<std::int64_t>(1, m / kMinEdge), max_cols = std::max<std::int64_t>(1, n / kMinEdge);
+  std::pair<std::int64_t, std::int64_t> best{1, 1};
+  double best_skew = 0;
+  for (std::int64_t rows = 1; rows <= std::min(max_rows, max_blocks); ++rows) {
+    const std::int64_t cols = std::min(max_cols, max_blocks / rows);
+    // More blocks first; among as many, blocks closest to square.
+    const double skew = std::abs(std::log(static_cast<double>(m) / rows) - std::log(static_cast<double>(n) / cols));
+    if (rows * cols > best.first * best.second || (rows * cols == best.first * best.second && skew < best_skew)) {
+      best = {rows, cols};
+      best_skew = skew;
+    }
+  }
+  return best;
+}
+
 void cpu_gemm_one(DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
   const std::int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
-  const int threads = omp_get_max_threads();
-  const std::int64_t work = g.m * g.n * g.k;
-  if (!split_products() || threads == 1 || work < (std::int64_t{2} << 20)) {
-    return blas_gemm(dt, g, g.m, g.n, a, lda, b, ldb, c, g.n);
-  }
+  const int threads = cpu_gemm_threads.load(std::memory_order_relaxed) > 0 ? cpu_gemm_threads.load() : omp_get_max_threads();
+  const auto [row_blocks, col_blocks] = split_products() ? gemm_grid(g.m, g.n, g.k, threads) : std::pair<std::int64_t, std::int64_t>{1, 1};
+  if (row_blocks * col_blocks == 1) return blas_gemm(dt, g, g.m, g.n, a, lda, b, ldb, c, g.n);
   const std::size_t size = dtype_size(dt);
-  const bool by_rows = g.m >= g.n || g.m >= 4 * threads;
-  const std::int64_t extent = by_rows ? g.m : g.n;
-  const std::int64_t blocks = std::min<std::int64_t>({threads, extent, work >> 20});
-  const std::int64_t per_block = (extent + blocks - 1) / blocks;
+  const std::int64_t rows_per = (g.m + row_blocks - 1) / row_blocks, cols_per = (g.n + col_blocks - 1) / col_blocks;
   const auto* ab = static_cast<const char*>(a);
   const auto* bb = static_cast<const char*>(b);
   auto* cb = static_cast<char*>(c);
+  const std::int64_t blocks = row_blocks * col_blocks;
 #pragma omp parallel for schedule(static) num_threads(static_cast<int>(blocks))
   for (std::int64_t block = 0; block < blocks; ++block) {
-    const std::int64_t begin = block * per_block, count = std::min(per_block, extent - begin);
-    if (count <= 0) continue;
-    if (by_rows) {  // rows [begin, begin + count) of c and of op(a)
-      const std::int64_t a_offset = g.trans_a ? begin : begin * lda;
-      blas_gemm(dt, g, count, g.n, ab + a_offset * size, lda, b, ldb, cb + begin * g.n * size, g.n);
-    } else {  // columns [begin, begin + count) of c and of op(b)
-      const std::int64_t b_offset = g.trans_b ? begin * ldb : begin;
-      blas_gemm(dt, g, g.m, count, a, lda, bb + b_offset * size, ldb, cb + begin * size, g.n);
-    }
+    const std::int64_t r0 = block / col_blocks * rows_per, c0 = block % col_blocks * cols_per;
+    const std::int64_t rows = std::min(rows_per, g.m - r0), cols = std::min(cols_per, g.n - c0);
+    if (rows <= 0 || cols <= 0) continue;
+    // Rows [r0, r0 + rows) of op(a) and of c, columns [c0, c0 + cols) of op(b) and of c.
+    const std::int64_t a_offset = g.trans_a ? r0 : r0 * lda, b_offset = g.trans_b ? c0 * ldb : c0;
+    blas_gemm(dt, g, rows, cols, ab + a_offset * size, lda, bb + b_offset * size, ldb, cb + (r0 * g.n + c0) * size, g.n);
   }
 }
 
@@ -308,6 +326,8 @@ bool set_cpu_gemm_split(bool split) {
   if (openblas_get_parallel() != 2) openblas_set_num_threads(split ? 1 : omp_get_max_threads());
   return was;
 }
+
+int set_cpu_gemm_threads(int threads) { return cpu_gemm_threads.exchange(threads); }
 
 std::string openblas_threading() {
   switch (openblas_get_parallel()) {

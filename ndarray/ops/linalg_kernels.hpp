@@ -25,11 +25,13 @@ struct GemmArgs {
 void gemm(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, const void* b, void* c);
 
 // cpu(0)'s products (Note [one thread team] in ndarray/ops/linalg.cpp): with an OpenBLAS that is
-// not the OpenMP build, each large product is split over ndgluon's OpenMP team, OpenBLAS running
-// single-threaded. set_cpu_gemm_split(false) hands them to OpenBLAS's own threads instead (what
+// not the OpenMP build, each large product is cut into a grid of blocks for ndgluon's OpenMP team,
+// OpenBLAS running single-threaded. set_cpu_gemm_split(false) hands them to OpenBLAS's own threads instead (what
 // bench/ compares); returns whether they were split. openblas_threading() names the build the
 // loader found: "openmp", "pthread" or "sequential"; openblas_threads() is its thread count.
 bool set_cpu_gemm_split(bool split);
+// The threads a split product uses (0, the default: omp_get_max_threads()); returns the previous.
+int set_cpu_gemm_threads(int threads);
 std::string openblas_threading();
 int openblas_threads();
 

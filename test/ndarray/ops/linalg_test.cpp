@@ -5,6 +5,7 @@
 #include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -176,16 +177,16 @@ BOOST_AUTO_TEST_CASE(random_product_against_a_naive_loop) {
   });
 }
 
-// cpu(0) splits large products over its OpenMP team when OpenBLAS is not the OpenMP build (Note
-// [one thread team], ndarray/ops/linalg.cpp): by blocks of rows, or of columns when the product
-// has few rows. Both splits, each transpose, and batch_dot, against the naive loop; then the same
-// products handed to OpenBLAS's own threads give the same values.
+// cpu(0) cuts large products into a grid of blocks for its OpenMP team when OpenBLAS is not the
+// OpenMP build (Note [one thread team], ndarray/ops/linalg.cpp). Grids of rows, of columns and of
+// both, each transpose, and batch_dot, against the naive loop; the same products handed to
+// OpenBLAS whole give the same values.
 BOOST_AUTO_TEST_CASE(products_split_over_the_thread_team) {
   struct Case {
     std::int64_t m, k, n;
   };
   // 2^21 multiply-adds and more: split wherever there are two threads or more.
-  for (const Case& c : {Case{300, 96, 100}, Case{6, 512, 700}, Case{33, 257, 301}}) {
+  for (const Case& c : {Case{300, 96, 100}, Case{6, 512, 700}, Case{33, 257, 301}, Case{256, 128, 256}}) {
     const Values a = uniform_values(static_cast<std::size_t>(c.m * c.k), 21);
     const Values b = uniform_values(static_cast<std::size_t>(c.k * c.n), 22);
     ndg_test::for_each_context([&](mx::Context ctx) {
@@ -195,8 +196,11 @@ BOOST_AUTO_TEST_CASE(products_split_over_the_thread_team) {
         const Values expected = naive_matmul(values(x), values(y), c.m, c.k, c.n);
         const nd::NDArray xt = nd::array(transposed(values(x), c.m, c.k), {c.k, c.m}, ctx, DType::float32);
         const nd::NDArray yt = nd::array(transposed(values(y), c.k, c.n), {c.n, c.k}, ctx, DType::float32);
-        for (const bool split : {true, false}) {
-          const bool was = mx::op::set_cpu_gemm_split(split);
+        // Split over the team's threads, over 6 (2 x 3 or 3 x 2 blocks where the product allows),
+        // and handed to OpenBLAS whole.
+        for (const int threads : {0, 6, -1}) {
+          const bool was = mx::op::set_cpu_gemm_split(threads >= 0);
+          const int threads_before = mx::op::set_cpu_gemm_threads(std::max(threads, 0));
           BOOST_TEST(ndg_test::relative_error(values(nd::dot(x, y)), expected) < 1e-5);
           BOOST_TEST(ndg_test::relative_error(values(nd::dot(xt, y, true, false)), expected) < 1e-5);
           BOOST_TEST(ndg_test::relative_error(values(nd::dot(x, yt, false, true)), expected) < 1e-5);
@@ -208,6 +212,7 @@ BOOST_AUTO_TEST_CASE(products_split_over_the_thread_team) {
           twice.insert(twice.end(), expected.begin(), expected.end());
           BOOST_TEST(ndg_test::relative_error(values(nd::batch_dot(xs, ys)), twice) < 1e-5);
           mx::op::set_cpu_gemm_split(was);
+          mx::op::set_cpu_gemm_threads(threads_before);
         }
       }
     });
