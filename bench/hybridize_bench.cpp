@@ -283,7 +283,9 @@ int main(int argc, char** argv) {
   // OpenMP build) against handed to OpenBLAS's own threads (Note [one thread team],
   // ndarray/ops/linalg.cpp), on the eager training step. With the OpenMP build both run the same
   // code (the ratio is the host's spread); run the program with the pthread build first on the
-  // library path to see what the split saves (bench/RESULTS.md, "One thread team").
+  // library path to see what the split saves (bench/RESULTS.md, "One thread team"). With that
+  // build the baseline switches OpenBLAS's thread count at each trial, which costs its pool more
+  // than one setting kept for a whole process does (NDG_CPU_GEMM_SPLIT=0): a bound, not a figure.
   {
     const auto net = shared_mlp(cpu0, false);
     const std::function<void()> step = training_step_call(net, cpu0);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <string>
 #include <cmath>
 #include <utility>
 #include <cstring>
@@ -49,16 +51,19 @@ void blas_gemm(DType dt, const GemmArgs& g, std::int64_t m, std::int64_t n, cons
 // libopenblas0-openmp, which meson.build prefers) runs its threads in libgomp's team, the one
 // ndgluon's CPU loops use (ndarray/ops/parallel.hpp). The pthread build (libopenblas0-pthread,
 // Debian's default) keeps a pool of its own, whose threads spin after each product while libgomp's
-// spin after each loop: on a 32-core host one MLP epoch took 0.79 s, against 0.44 s with
-// OMP_WAIT_POLICY=passive. So with any build but the OpenMP one, OpenBLAS is set to one thread
-// once, and ndgluon cuts each large product into a grid of blocks of c for its own team
-// (gemm_grid), each one single-threaded GEMM. One team then does all the work, whichever OpenBLAS
-// the loader found. The OpenMP build stays faster where products dominate: each block packs its
-// panels of op(a) and op(b) again, where OpenBLAS's own threads share one packed panel
-// (bench/RESULTS.md, "One thread team").
+// spin after each loop: on a 32-core host, one MLP epoch with a team of 16 took 6.80 s where it
+// takes 0.20 s without the second pool. So with any build but the OpenMP one, OpenBLAS is set to
+// one thread once, and ndgluon cuts each large product into a grid of blocks of c for its own team
+// (gemm_grid), each one single-threaded GEMM: one team does all the work, whichever OpenBLAS the
+// loader found. NDG_CPU_GEMM_SPLIT=0 in the environment leaves the products to OpenBLAS's threads.
+// The split costs where a product alone fills the machine: each block packs its panels of op(a)
+// and op(b) again, where OpenBLAS's own threads share one packed panel (bench/RESULTS.md, "One
+// thread team": 0.90 s against 0.64 s for that epoch with a team of all 32 cores).
 bool split_products() {
   static const bool split = [] {
     if (openblas_get_parallel() == 2) return false;  // the OpenMP build: already one team
+    const char* choice = std::getenv("NDG_CPU_GEMM_SPLIT");  // "0": leave products to OpenBLAS
+    if (choice && std::string(choice) == "0") return false;
     openblas_set_num_threads(1);
     return true;
   }();
