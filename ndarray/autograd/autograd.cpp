@@ -11,6 +11,7 @@
 #include "ndarray/core/checks.hpp"
 #include "ndarray/graph/trace.hpp"
 #include "ndarray/ops/creation.hpp"
+#include "ndarray/ops/creation_kernels.hpp"
 #include "ndarray/ops/elementwise.hpp"
 #include "ndarray/ops/op.hpp"
 #include "ndarray/profiler/profiler.hpp"
@@ -360,7 +361,8 @@ std::vector<nd::NDArray> grad(const nd::NDArray& head, const std::vector<nd::NDA
   auto scope = pause(is_training());
   propagate(root, head, head_grad, false, [&](Node& leaf, const nd::NDArray& g) {
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-      if (nodes[i] == &leaf) out[i] = g.is_none() ? nd::zeros_like(leaf.grad) : g;
+      // Zero from the variable itself, so that a traced backward (hybridize) can replay it.
+      if (nodes[i] == &leaf) out[i] = g.is_none() ? op::invoke1(op::zeros_like_op(), {variables[i].detach()}) : g;
     }
   });
   return out;

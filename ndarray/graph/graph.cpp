@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <string_view>
 #include <nlohmann/json.hpp>
 
@@ -82,6 +83,12 @@ class Tracer final : public op::TraceSink {
         return named->array.is(x) ? e : reshape(named->array, e, x);
       }
     }
+    // A broadcast view (nd::broadcast_to: a sum's gradient spreads its head so) runs no op either:
+    // one of a traced or named array becomes a broadcast_to node.
+    if (const std::optional<NDArray> source = broadcast_source(x)) {
+      const Entry from = entry_of(op, *source);
+      return broadcast(from, x);
+    }
     // A reshape is a view and runs no op: one of a traced array becomes a Reshape node.
     for (const auto& [array, entry] : seen_) {
       if (x.is_contiguous() && array.is_contiguous() && x.data() == array.data() && x.size() == array.size() &&
@@ -92,6 +99,41 @@ class Tracer final : public op::TraceSink {
     throw ValueError(std::string("hybridize: ") + op + " reads " + nd::describe(x) +
                      ", an array made outside the traced forward that is neither one of its inputs nor a "
                      "parameter; make it inside forward, or a parameter (Block::register_parameter)");
+  }
+
+  // The dense array that the strided x repeats along its axes of stride 0, when x is such a view
+  // (the same storage and first element); none for any other view.
+  static std::optional<NDArray> broadcast_source(const NDArray& x) {
+    if (x.is_none() || x.is_contiguous()) return std::nullopt;
+    const std::vector<std::int64_t> strides = x.strides();
+    std::vector<std::int64_t> dims(static_cast<std::size_t>(x.ndim())), dense(dims.size());
+    bool repeats = false;
+    std::int64_t step = 1;
+    for (int d = x.ndim() - 1; d >= 0; --d) {
+      const auto i = static_cast<std::size_t>(d);
+      dims[i] = strides[i] == 0 ? 1 : x.shape()[d];
+      repeats = repeats || (strides[i] == 0 && x.shape()[d] > 1);
+      if (dims[i] > 1 && strides[i] != step) return std::nullopt;  // a transpose or a slice
+      dense[i] = step;
+      step *= dims[i];
+    }
+    if (!repeats) return std::nullopt;
+    return x.as_strided(Shape(dims), dense);
+  }
+
+  // A broadcast_to node from the entry of x's dense source to x.
+  Entry broadcast(Entry from, const NDArray& x) {
+    Node node;
+    node.op = &op::broadcast_to_op();
+    node.params = op::ReshapeParams::of(x.shape());
+    node.inputs = {from};
+    node.input_slots = {0};
+    node.num_inputs = 1;
+    node.name = "broadcast_to" + std::to_string(count_["broadcast_to"]++);
+    g_.nodes.push_back(std::move(node));
+    const Entry out{static_cast<std::uint32_t>(g_.nodes.size() - 1), 0};
+    set(x, out);
+    return out;
   }
 
   // A Flatten node where the view keeps the first axis and merges the rest, else a Reshape that

@@ -105,6 +105,31 @@ const OpDef& arange_op() {
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
+namespace {
+
+void zeros_like_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  out = {{inv.inputs[0].shape(), inv.inputs[0].dtype()}};
+}
+// The fill kernels with value 0 on zeros_like's output.
+void zeros_like_cpu(const ExecContext& ec, const Invocation& inv) {
+  fill_cpu(ec, Invocation{&full_op(), FillParams{0.0}, {}, inv.outputs});
+}
+// The GPU fill launch; null in a CPU-only build, where zeros_like registers no GPU kernel.
+constexpr KernelFn kGpuFill = NDG_GPU_KERNEL(gpu::fill);
+[[maybe_unused]] void zeros_like_gpu(const ExecContext& ec, const Invocation& inv) {
+  kGpuFill(ec, Invocation{&full_op(), FillParams{0.0}, {}, inv.outputs});
+}
+
+}  // namespace
+
+// No gradient function: its input gets zero (Note [zero gradients]).
+const OpDef& zeros_like_op() {
+  static const OpDef def{"zeros_like", &zeros_like_infer, &zeros_like_cpu, NDG_GPU_KERNEL(zeros_like_gpu), nullptr};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+[[maybe_unused]] const bool zeros_like_registered = (zeros_like_op(), true);
+
 const OpDef& copy_op() {
   static const OpDef def{"_copy", &copy_infer, &copy_kernel, NDG_GPU_KERNEL(copy_kernel), &copy_gradient, nullptr,
                          nullptr, /*strided_inputs=*/true};

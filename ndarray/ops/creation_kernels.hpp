@@ -25,6 +25,9 @@ struct RandomParams {
 const OpDef& full_op();    // "_full": every element = value
 const OpDef& arange_op();  // "_arange"
 const OpDef& copy_op();    // "_copy": the input's values, strided or not, in a new array
+// MXNet's "zeros_like": zeros of its input's shape and dtype, on its context. The zero gradients
+// of a traced backward (Note [zero gradients]) are made by it, so that a replay knows their shape.
+const OpDef& zeros_like_op();
 
 namespace gpu {
 void fill(const ExecContext& ec, const Invocation& inv);

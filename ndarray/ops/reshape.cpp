@@ -7,7 +7,9 @@
 #include <algorithm>
 
 #include "ndarray/backend/backend.hpp"
+#include "ndarray/core/checks.hpp"
 #include "ndarray/core/describe.hpp"
+#include "ndarray/core/strided_index.hpp"
 #include "ndarray/ops/attrs.hpp"
 
 namespace mx::op {
@@ -31,6 +33,57 @@ void flatten_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
 void copy_kernel(const ExecContext& ec, const Invocation& inv) {
   const NDArray &x = inv.inputs[0], &y = inv.outputs[0];
   if (y.size() > 0) backend(ec.ctx).copy(ec.ctx, y.data(), x.data(), static_cast<std::size_t>(y.size()) * dtype_size(y.dtype()));
+}
+
+// broadcast_to's output shape: the attribute's, 0 taking the input's extent right-aligned.
+Shape broadcast_target(const ReshapeParams& p, const Shape& in) {
+  std::vector<std::int64_t> dims(p.shape, p.shape + p.ndim);
+  for (int d = 0; d < p.ndim; ++d) {
+    const int from = d - (p.ndim - in.ndim());
+    if (dims[static_cast<std::size_t>(d)] == 0 && from >= 0) dims[static_cast<std::size_t>(d)] = in[from];
+  }
+  return Shape(dims);
+}
+
+void broadcast_to_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const NDArray& x = inv.inputs[0];
+  const Shape shape = broadcast_target(inv.params.as<ReshapeParams>(), x.shape());
+  if (shape.ndim() < x.ndim() || broadcast_shapes("broadcast_to", x.shape(), shape) != shape) {
+    throw ShapeError("broadcast_to: " + nd::describe(x) + " cannot be broadcast to " + shape.tuple_str());
+  }
+  out = {{shape, x.dtype()}};
+}
+
+// Both devices: the input read through strides of 0 on its repeated axes.
+void broadcast_to_kernel(const ExecContext& ec, const Invocation& inv) {
+  const NDArray &x = inv.inputs[0], &y = inv.outputs[0];
+  if (y.size() == 0) return;
+  const Shape &in = x.shape(), &out = y.shape();
+  std::vector<std::int64_t> strides(static_cast<std::size_t>(out.ndim()), 0);
+  std::int64_t step = 1;
+  for (int d = in.ndim() - 1; d >= 0; --d) {
+    if (in[d] != 1) strides[static_cast<std::size_t>(d + out.ndim() - in.ndim())] = step;
+    step *= in[d];
+  }
+  backend(ec.ctx).gather(ec.ctx, y.dtype(), make_view_index("broadcast_to", out, strides), x.data(), y.data());
+}
+
+std::vector<NDArray> broadcast_to_gradient(const Invocation& inv, const std::vector<NDArray>& g) {
+  return {nd::detail::sum_to(g[0], inv.inputs[0].shape())};
+}
+
+Params broadcast_to_parse(const AttrList& attrs) {
+  AttrReader a("broadcast_to", attrs);
+  const std::vector<std::int64_t> shape = a.tuple("shape", {});
+  if (shape.size() > ReshapeParams::kMaxDims) a.fail("shape", "has too many axes for ndgluon's broadcast_to");
+  if (std::any_of(shape.begin(), shape.end(), [](std::int64_t d) { return d < 0; })) {
+    a.fail("shape", "has a negative extent");
+  }
+  a.finish();
+  ReshapeParams p;
+  p.ndim = static_cast<std::int32_t>(shape.size());
+  std::copy(shape.begin(), shape.end(), p.shape);
+  return p;
 }
 
 // The gradient has the output's elements in the input's shape.
@@ -64,7 +117,7 @@ Params reshape_parse(const AttrList& attrs) {
   return p;
 }
 
-[[maybe_unused]] const bool family_registered = (reshape_op(), flatten_op(), true);
+[[maybe_unused]] const bool family_registered = (reshape_op(), flatten_op(), broadcast_to_op(), true);
 
 }  // namespace
 
@@ -121,6 +174,13 @@ const OpDef& reshape_op() {
 
 const OpDef& flatten_op() {
   static const OpDef def{"Flatten", &flatten_infer, &copy_kernel, NDG_GPU_KERNEL(copy_kernel), &reshape_gradient};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+const OpDef& broadcast_to_op() {
+  static const OpDef def{"broadcast_to", &broadcast_to_infer, &broadcast_to_kernel, NDG_GPU_KERNEL(broadcast_to_kernel),
+                         &broadcast_to_gradient, &reshape_attrs, &broadcast_to_parse};
   static const OpDef& reg = register_op(def);
   return reg;
 }

@@ -1,5 +1,6 @@
 #pragma once
-// Reshape and Flatten, the graph ops of an NDArray's reshape view (ndarray/ops/reshape.cpp). Internal.
+// Reshape, Flatten and broadcast_to, the graph ops of an NDArray's views (ndarray/ops/reshape.cpp):
+// an eager view runs no op, a traced or imported graph names one. Internal.
 #include <cstdint>
 
 #include "ndarray/ops/op.hpp"
@@ -18,5 +19,8 @@ Shape reshaped(const char* op, const ReshapeParams& p, const Shape& in);
 
 const OpDef& reshape_op();
 const OpDef& flatten_op();
+// MXNet's broadcast_to: attribute shape (ReshapeParams; 0 keeps the input's extent), the input
+// right-aligned against it, each axis of extent 1 repeated. Its output is dense.
+const OpDef& broadcast_to_op();
 
 }  // namespace mx::op

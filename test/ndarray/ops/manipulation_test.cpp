@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <ndarray/ndarray.hpp>
+#include <ndarray/ops/reshape_kernels.hpp>
 
 namespace nd = mx::nd;
 namespace tt = boost::test_tools;
@@ -345,6 +346,29 @@ BOOST_AUTO_TEST_CASE(slice_axis_of_the_middle_axis_of_3d) {
     BOOST_TEST(values(s) == (Values{4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23}),
                tt::per_element());
     BOOST_TEST(values(nd::slice_axis(x, 2, 3, 4)) == (Values{3, 7, 11, 15, 19, 23}), tt::per_element());
+  });
+}
+
+// MXNet's broadcast_to as a registered op (what a traced graph or MXNet's JSON runs where an eager
+// broadcast_to is a view): the same values in a dense array, shape code 0 keeping the input's
+// extent, its gradient summed back, and a shape it cannot reach refused.
+BOOST_AUTO_TEST_CASE(broadcast_to_op_gives_the_views_values) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray column = nd::array({7, 8}, ctx).reshape({2, 1});
+    const nd::NDArray dense = mx::op::invoke1(mx::op::broadcast_to_op(), {column}, mx::op::ReshapeParams::of({3, 0, 4}));
+    BOOST_TEST(dense.shape() == (mx::Shape{3, 2, 4}));
+    BOOST_TEST(dense.is_contiguous());
+    BOOST_TEST(values(dense) == values(nd::broadcast_to(column, {3, 2, 4})), tt::per_element());
+    nd::NDArray x = nd::array({1, 2, 3}, ctx);
+    x.attach_grad();
+    {
+      auto recording = mx::autograd::record();
+      const nd::NDArray y = mx::op::invoke1(mx::op::broadcast_to_op(), {x}, mx::op::ReshapeParams::of({2, 3}));
+      (y * nd::array({{1, 2, 3}, {4, 5, 6}}, ctx)).sum().backward();
+    }
+    BOOST_TEST(values(x.grad()) == (Values{5, 7, 9}), tt::per_element());
+    NDG_CHECK_THROWS_WITH(mx::op::invoke1(mx::op::broadcast_to_op(), {x}, mx::op::ReshapeParams::of({2, 4})),
+                          mx::ShapeError, "broadcast_to", "(3,)", "(2, 4)");
   });
 }
 

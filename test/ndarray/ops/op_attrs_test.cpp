@@ -176,6 +176,7 @@ const std::map<std::string, AttrList>& samples() {
       {"slice_axis", {{"axis", "-1"}, {"begin", "-3"}, {"end", "None"}}},
       {"Concat", {{"dim", "0"}, {"num_args", "2"}}},
       {"Reshape", {{"shape", "(0, -1, 4)"}}},
+      {"broadcast_to", {{"shape", "(2, 0, 5)"}}},
       {"Activation", {{"act_type", "tanh"}}},
       {"Deconvolution", {{"kernel", "(2, 2)"}, {"target_shape", "(0, 0)"}, {"num_filter", "3"}}},
       {"LeakyReLU", {{"act_type", "elu"}, {"slope", "0.3"}, {"lower_bound", "0.125"}, {"upper_bound", "0.334"}}},
