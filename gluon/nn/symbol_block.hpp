@@ -41,6 +41,14 @@ class SymbolBlock : public Block {
   // default (graph::compose_init: moving_mean zeros, moving_var ones), else by initialize()'s
   // initializer by name (a "bias" or "beta" zeros, a "gamma" ones). mx::ShapeError naming the
   // parameter where no hint and no op gives its rank, or where the hint and the op disagree.
+  // At the first forward, an extent still unknown is inferred from the op that reads the
+  // parameter first; where that op has no shape rule (a BlockGrad ahead of the FullyConnected),
+  // the forward throws mx::ShapeError naming both, and a "__shape__" hint is needed.
+  //
+  // Where ndgluon differs from MXNet on purpose: MXNet's Gluon ignores "__init__" and gives every
+  // parameter initialize()'s initializer (Xavier on moving_var even throws there); ndgluon keeps
+  // the initial values the file asks for, as MXNet's Module does. "__dtype__" hints are read but
+  // the parameters are float32 (cast() converts them).
   //
   // mx::FileError naming the file for unreadable or malformed files; mx::ValueError naming the
   // node for an op or attribute ndgluon lacks.

@@ -255,11 +255,16 @@ void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const
       const OfferedBuffers offered(offer == offers.end() ? nullptr : &offer->second);
       input_grads = node->backward(grad);
     }
-    // Every input with a history is reached, with zero where no gradient came back.
+    // Every input with a history that a registered op reads is reached, with zero where no
+    // gradient came back. A recorded function (record_op: a view, a hybridized block's graph)
+    // given a gradient reaches only the inputs it gives one, as the ops it stands for would: a
+    // parameter that a hybridized forward does not read stays unreached, as eagerly. Reached
+    // through zero gradients alone, it passes zero to all its inputs.
     for (std::size_t i = 0; i < node->inputs.size(); ++i) {
       Node* input = node->inputs[i].get();
       if (!input) continue;
       const nd::NDArray g = i < input_grads.size() ? input_grads[i] : nd::NDArray();
+      if (g.is_none() && !node->invocation && !grad.is_none()) continue;
       auto [slot, inserted] = grads.try_emplace(input, g);
       if (inserted || g.is_none()) continue;
       slot->second = slot->second.is_none() ? g : slot->second + g;

@@ -101,12 +101,15 @@ void add_gradient_listener(const nd::NDArray& x, const std::shared_ptr<GradientL
 
 // The gradients of `head` (default head gradient: ones) with respect to `variables` (arrays marked
 // by attach_grad or mark_variable), returned instead of written into their buffers, as
-// mx.autograd.grad; a none array for a variable head does not depend on. Nothing is recorded.
+// mx.autograd.grad; a none array for a variable head does not depend on, zeros for one it reaches
+// only through ops without a gradient (Note [zero gradients] in ndarray/ops/op.hpp). Nothing is
+// recorded. backward() fills a "write" variable reached so with 0 and leaves an "add" one as is.
 std::vector<nd::NDArray> grad(const nd::NDArray& head, const std::vector<nd::NDArray>& variables,
                               const nd::NDArray& head_grad = nd::NDArray());
 
 // For op front ends: when recording and some input needs a gradient, attaches to `out` a node
-// whose backward maps out's gradient to one gradient per input (an empty NDArray for none).
+// whose backward maps out's gradient to one gradient per input (an empty NDArray for none: that
+// input is not reached through this node, unlike a registered op's none, which is zero).
 using BackwardFn = std::function<std::vector<nd::NDArray>(const nd::NDArray& grad)>;
 void record_op(const char* op, nd::NDArray& out, const std::vector<const nd::NDArray*>& inputs, BackwardFn backward);
 // Whether record_op would record for these inputs (lets ops skip saving tensors otherwise).

@@ -87,7 +87,7 @@ class Tracer final : public op::TraceSink {
     // one of a traced or named array becomes a broadcast_to node.
     if (const std::optional<NDArray> source = broadcast_source(x)) {
       const Entry from = entry_of(op, *source);
-      return broadcast(from, x);
+      return broadcast(from, *source, x);
     }
     // A reshape is a view and runs no op: one of a traced array becomes a Reshape node.
     for (const auto& [array, entry] : seen_) {
@@ -121,11 +121,16 @@ class Tracer final : public op::TraceSink {
     return x.as_strided(Shape(dims), dense);
   }
 
-  // A broadcast_to node from the entry of x's dense source to x.
-  Entry broadcast(Entry from, const NDArray& x) {
+  // A broadcast_to node from the entry of x's dense source to x: shape code 0 on the axes the
+  // source keeps (a batch axis stays free), x's extent on those it repeats.
+  Entry broadcast(Entry from, const NDArray& source, const NDArray& x) {
     Node node;
     node.op = &op::broadcast_to_op();
-    node.params = op::ReshapeParams::of(x.shape());
+    op::ReshapeParams p = op::ReshapeParams::of(x.shape());
+    for (int d = 0; d < p.ndim; ++d) {
+      if (source.shape()[d] == x.shape()[d]) p.shape[d] = 0;
+    }
+    node.params = p;
     node.inputs = {from};
     node.input_slots = {0};
     node.num_inputs = 1;

@@ -1,16 +1,18 @@
 // The matrix-product family: dot (the op, its inference and gradient) and GEMM on each device
-// (OpenBLAS here, which threads over all cores itself; cuBLAS in cuda/ops/linalg.cpp).
+// (OpenBLAS here, its products run in ndgluon's OpenMP team: Note [one thread team]; cuBLAS in
+// cuda/ops/linalg.cpp).
 #include "ndarray/ops/linalg.hpp"
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <string>
 #include <cmath>
-#include <utility>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ndarray/core/checks.hpp"
@@ -18,8 +20,6 @@
 #include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"
-
-#include <omp.h>
 
 namespace mx::op {
 namespace {
@@ -59,16 +59,21 @@ void blas_gemm(DType dt, const GemmArgs& g, std::int64_t m, std::int64_t n, cons
 // The split costs where a product alone fills the machine: each block packs its panels of op(a)
 // and op(b) again, where OpenBLAS's own threads share one packed panel (bench/RESULTS.md, "One
 // thread team": 0.90 s against 0.64 s for that epoch with a team of all 32 cores).
-bool split_products() {
-  static const bool split = [] {
-    if (openblas_get_parallel() == 2) return false;  // the OpenMP build: already one team
+// OpenBLAS's own thread count before the split set it to one; 0 where the split never applies
+// (the OpenMP build, or NDG_CPU_GEMM_SPLIT=0).
+int openblas_own_threads() {
+  static const int own = [] {
+    if (openblas_get_parallel() == 2) return 0;  // the OpenMP build: already one team
     const char* choice = std::getenv("NDG_CPU_GEMM_SPLIT");  // "0": leave products to OpenBLAS
-    if (choice && std::string(choice) == "0") return false;
+    if (choice && std::string(choice) == "0") return 0;
+    const int threads = openblas_get_num_threads();
     openblas_set_num_threads(1);
-    return true;
+    return std::max(threads, 1);
   }();
-  return split && cpu_gemm_split.load(std::memory_order_relaxed);
+  return own;
 }
+
+bool split_products() { return openblas_own_threads() > 0 && cpu_gemm_split.load(std::memory_order_relaxed); }
 
 // How a product of c (m, n) is cut for the team: a grid of row blocks by column blocks, at most one
 // block per thread, each at least 64 x 64 where c allows it and at least 2^20 multiply-adds. Each
@@ -114,9 +119,24 @@ void cpu_gemm_one(DType dt, const GemmArgs& g, const void* a, const void* b, voi
   }
 }
 
-// Each product of a batch in turn.
+// Each product of a batch in turn, each cut for the team; products too small to cut (their grid
+// one block) run side by side instead, one per thread, since OpenBLAS runs single-threaded.
 void cpu_gemm(DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
   const std::size_t size = dtype_size(dt);
+  const int threads = omp_get_max_threads();
+  const std::int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
+  if (g.batch > 1 && threads > 1 && split_products() && g.batch * g.m * g.n * g.k >= (std::int64_t{1} << 20)) {
+    const auto [rows, cols] = gemm_grid(g.m, g.n, g.k, threads);
+    if (rows * cols == 1) {
+#pragma omp parallel for schedule(static)
+      for (std::int64_t i = 0; i < g.batch; ++i) {
+        blas_gemm(dt, g, g.m, g.n, static_cast<const char*>(a) + i * g.m * g.k * size, lda,
+                  static_cast<const char*>(b) + i * g.k * g.n * size, ldb, static_cast<char*>(c) + i * g.m * g.n * size,
+                  g.n);
+      }
+      return;
+    }
+  }
   for (std::int64_t i = 0; i < g.batch; ++i) {
     cpu_gemm_one(dt, g, static_cast<const char*>(a) + i * g.m * g.k * size,
                  static_cast<const char*>(b) + i * g.k * g.n * size, static_cast<char*>(c) + i * g.m * g.n * size);
@@ -328,7 +348,7 @@ std::atomic<bool> tf32_allowed{false};
 bool set_cpu_gemm_split(bool split) {
   const bool was = split_products();
   cpu_gemm_split.store(split, std::memory_order_relaxed);
-  if (openblas_get_parallel() != 2) openblas_set_num_threads(split ? 1 : omp_get_max_threads());
+  if (const int own = openblas_own_threads()) openblas_set_num_threads(split ? 1 : own);
   return was;
 }
 

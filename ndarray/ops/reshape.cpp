@@ -35,12 +35,11 @@ void copy_kernel(const ExecContext& ec, const Invocation& inv) {
   if (y.size() > 0) backend(ec.ctx).copy(ec.ctx, y.data(), x.data(), static_cast<std::size_t>(y.size()) * dtype_size(y.dtype()));
 }
 
-// broadcast_to's output shape: the attribute's, 0 taking the input's extent right-aligned.
+// broadcast_to's output shape: the attribute's, 0 taking the input's extent.
 Shape broadcast_target(const ReshapeParams& p, const Shape& in) {
   std::vector<std::int64_t> dims(p.shape, p.shape + p.ndim);
-  for (int d = 0; d < p.ndim; ++d) {
-    const int from = d - (p.ndim - in.ndim());
-    if (dims[static_cast<std::size_t>(d)] == 0 && from >= 0) dims[static_cast<std::size_t>(d)] = in[from];
+  for (int d = 0; d < p.ndim && d < in.ndim(); ++d) {
+    if (dims[static_cast<std::size_t>(d)] == 0) dims[static_cast<std::size_t>(d)] = in[d];
   }
   return Shape(dims);
 }
@@ -48,8 +47,10 @@ Shape broadcast_target(const ReshapeParams& p, const Shape& in) {
 void broadcast_to_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   const NDArray& x = inv.inputs[0];
   const Shape shape = broadcast_target(inv.params.as<ReshapeParams>(), x.shape());
-  if (shape.ndim() < x.ndim() || broadcast_shapes("broadcast_to", x.shape(), shape) != shape) {
-    throw ShapeError("broadcast_to: " + nd::describe(x) + " cannot be broadcast to " + shape.tuple_str());
+  // As MXNet's: the same rank, each extent kept or repeated from 1.
+  if (shape.ndim() != x.ndim() || broadcast_shapes("broadcast_to", x.shape(), shape) != shape) {
+    throw ShapeError("broadcast_to: " + nd::describe(x) + " cannot be broadcast to " + shape.tuple_str() +
+                     " (the same number of axes, each extent kept or repeated from 1)");
   }
   out = {{shape, x.dtype()}};
 }

@@ -19,8 +19,8 @@ Shape reshaped(const char* op, const ReshapeParams& p, const Shape& in);
 
 const OpDef& reshape_op();
 const OpDef& flatten_op();
-// MXNet's broadcast_to: attribute shape (ReshapeParams; 0 keeps the input's extent), the input
-// right-aligned against it, each axis of extent 1 repeated. Its output is dense.
+// MXNet's broadcast_to: attribute shape (ReshapeParams; 0 keeps the input's extent) of the input's
+// rank, each axis of extent 1 repeated. Its output is dense.
 const OpDef& broadcast_to_op();
 
 }  // namespace mx::op

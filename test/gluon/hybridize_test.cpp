@@ -646,17 +646,20 @@ BOOST_AUTO_TEST_CASE(weights_computed_in_the_graph_and_new_parameters_are_read_f
 
 // Ops without a gradient inside a hybridized forward (Note [zero gradients]): the parameter that
 // reaches the head through sign and a comparison alone gets zero, the other the gradient of its
-// differentiable branch, as eagerly. y = sum(sign(x * a) + (x * a > 0)) + sum(x * b), so
-// dy/da = 0 and dy/db = sum(x) over the batch.
+// differentiable branch, as eagerly; a parameter the forward does not read keeps its gradient
+// buffer as it was. y = sum(sign(x * a) + (x * a > 0)) + sum(x * b), so dy/da = 0 and dy/db =
+// sum(x) over the batch.
 class ZeroGradientBranch : public mx::gluon::Block {
  public:
-  ZeroGradientBranch() : Block("zerograd"), a_(register_parameter("a", {4})), b_(register_parameter("b", {4})) {}
+  ZeroGradientBranch()
+      : Block("zerograd"), a_(register_parameter("a", {4})), b_(register_parameter("b", {4})),
+        unused_(register_parameter("unused", {4})) {}
   nd::NDArray forward(const nd::NDArray& x) override {
     const mx::Context ctx = x.context();
     const nd::NDArray xa = x * a_.data(ctx);
     return (nd::sign(xa) + (xa > 0.0)).sum() + (x * b_.data(ctx)).sum();
   }
-  mx::gluon::Parameter a_, b_;
+  mx::gluon::Parameter a_, b_, unused_;  // unused_: read by no op, so never reached
 };
 
 BOOST_AUTO_TEST_CASE(zero_gradient_ops_replay_with_zero_gradients) {
@@ -669,6 +672,7 @@ BOOST_AUTO_TEST_CASE(zero_gradient_ops_replay_with_zero_gradients) {
         BOOST_TEST_CONTEXT((hybridized ? "hybridized" : "eager") << ", call " << call) {
           const nd::NDArray x = random_array({3, 4}, ctx, 90 + call);
           block.a_.data(ctx).grad().fill(5);
+          block.unused_.data(ctx).grad().fill(5);
           {
             auto recording = mx::autograd::record();
             block(x).backward();
@@ -678,6 +682,7 @@ BOOST_AUTO_TEST_CASE(zero_gradient_ops_replay_with_zero_gradients) {
           for (std::size_t i = 0; i < xs.size(); ++i) column_sums[i % 4] += xs[i];
           check_close(block.a_.data(ctx).grad(), std::vector<double>(4, 0.0), 0, 0);
           check_close(block.b_.data(ctx).grad(), column_sums, 1e-5, 1e-6);
+          check_close(block.unused_.data(ctx).grad(), std::vector<double>(4, 5.0), 0, 0);  // as it was
         }
       }
     }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -217,8 +218,27 @@ BOOST_AUTO_TEST_CASE(products_split_over_the_thread_team) {
       }
     });
   }
+  // A batch of products too small to cut: run side by side over the team.
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const std::int64_t batch = 256, m = 16, k = 32, n = 16;
+    const nd::NDArray x = nd::array(uniform_values(static_cast<std::size_t>(batch * m * k), 31), {batch, m, k}, ctx,
+                                    DType::float32);
+    const nd::NDArray y = nd::array(uniform_values(static_cast<std::size_t>(batch * k * n), 32), {batch, k, n}, ctx,
+                                    DType::float32);
+    const Values xs = values(x), ys = values(y);
+    Values expected;
+    for (std::int64_t i = 0; i < batch; ++i) {
+      const Values xi(xs.begin() + i * m * k, xs.begin() + (i + 1) * m * k);
+      const Values yi(ys.begin() + i * k * n, ys.begin() + (i + 1) * k * n);
+      const Values ci = naive_matmul(xi, yi, m, k, n);
+      expected.insert(expected.end(), ci.begin(), ci.end());
+    }
+    BOOST_TEST(ndg_test::relative_error(values(nd::batch_dot(x, y)), expected) < 1e-5);
+  });
   // One thread team after all that: the OpenMP build, or OpenBLAS running single-threaded.
-  BOOST_TEST((mx::op::openblas_threading() == "openmp" || mx::op::openblas_threads() == 1),
+  const char* split = std::getenv("NDG_CPU_GEMM_SPLIT");  // "0": OpenBLAS's own threads, as asked
+  BOOST_TEST((mx::op::openblas_threading() == "openmp" || mx::op::openblas_threads() == 1 ||
+              (split && std::string(split) == "0")),
              "OpenBLAS " << mx::op::openblas_threading() << " runs " << mx::op::openblas_threads() << " threads");
 }
 

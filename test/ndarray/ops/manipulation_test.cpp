@@ -354,7 +354,7 @@ BOOST_AUTO_TEST_CASE(slice_axis_of_the_middle_axis_of_3d) {
 // extent, its gradient summed back, and a shape it cannot reach refused.
 BOOST_AUTO_TEST_CASE(broadcast_to_op_gives_the_views_values) {
   ndg_test::for_each_context([](mx::Context ctx) {
-    const nd::NDArray column = nd::array({7, 8}, ctx).reshape({2, 1});
+    const nd::NDArray column = nd::array({7, 8}, ctx).reshape({1, 2, 1});
     const nd::NDArray dense = mx::op::invoke1(mx::op::broadcast_to_op(), {column}, mx::op::ReshapeParams::of({3, 0, 4}));
     BOOST_TEST(dense.shape() == (mx::Shape{3, 2, 4}));
     BOOST_TEST(dense.is_contiguous());
@@ -363,12 +363,15 @@ BOOST_AUTO_TEST_CASE(broadcast_to_op_gives_the_views_values) {
     x.attach_grad();
     {
       auto recording = mx::autograd::record();
-      const nd::NDArray y = mx::op::invoke1(mx::op::broadcast_to_op(), {x}, mx::op::ReshapeParams::of({2, 3}));
+      const nd::NDArray y =
+          mx::op::invoke1(mx::op::broadcast_to_op(), {x.reshape({1, 3})}, mx::op::ReshapeParams::of({2, 3}));
       (y * nd::array({{1, 2, 3}, {4, 5, 6}}, ctx)).sum().backward();
     }
     BOOST_TEST(values(x.grad()) == (Values{5, 7, 9}), tt::per_element());
-    NDG_CHECK_THROWS_WITH(mx::op::invoke1(mx::op::broadcast_to_op(), {x}, mx::op::ReshapeParams::of({2, 4})),
-                          mx::ShapeError, "broadcast_to", "(3,)", "(2, 4)");
+    NDG_CHECK_THROWS_WITH(mx::op::invoke1(mx::op::broadcast_to_op(), {x.reshape({1, 3})}, mx::op::ReshapeParams::of({2, 4})),
+                          mx::ShapeError, "broadcast_to", "(1, 3)", "(2, 4)");
+    NDG_CHECK_THROWS_WITH(mx::op::invoke1(mx::op::broadcast_to_op(), {x}, mx::op::ReshapeParams::of({2, 3})),
+                          mx::ShapeError, "broadcast_to", "(3,)", "(2, 3)");  // another rank
   });
 }
 
