@@ -100,7 +100,10 @@ std::pair<std::int64_t, std::int64_t> gemm_grid(std::int64_t m, std::int64_t n, 
 void cpu_gemm_one(DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
   const std::int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
   const int threads = cpu_gemm_threads.load(std::memory_order_relaxed) > 0 ? cpu_gemm_threads.load() : omp_get_max_threads();
-  const auto [row_blocks, col_blocks] = split_products() ? gemm_grid(g.m, g.n, g.k, threads) : std::pair<std::int64_t, std::int64_t>{1, 1};
+  // Plain variables, not a structured binding: an OpenMP region may not capture one (clang).
+  const std::pair<std::int64_t, std::int64_t> grid =
+      split_products() ? gemm_grid(g.m, g.n, g.k, threads) : std::pair<std::int64_t, std::int64_t>{1, 1};
+  const std::int64_t row_blocks = grid.first, col_blocks = grid.second;
   if (row_blocks * col_blocks == 1) return blas_gemm(dt, g, g.m, g.n, a, lda, b, ldb, c, g.n);
   const std::size_t size = dtype_size(dt);
   const std::int64_t rows_per = (g.m + row_blocks - 1) / row_blocks, cols_per = (g.n + col_blocks - 1) / col_blocks;
@@ -126,8 +129,8 @@ void cpu_gemm(DType dt, const GemmArgs& g, const void* a, const void* b, void* c
   const int threads = omp_get_max_threads();
   const std::int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
   if (g.batch > 1 && threads > 1 && split_products() && g.batch * g.m * g.n * g.k >= (std::int64_t{1} << 20)) {
-    const auto [rows, cols] = gemm_grid(g.m, g.n, g.k, threads);
-    if (rows * cols == 1) {
+    const std::pair<std::int64_t, std::int64_t> grid = gemm_grid(g.m, g.n, g.k, threads);
+    if (grid.first * grid.second == 1) {
 #pragma omp parallel for schedule(static)
       for (std::int64_t i = 0; i < g.batch; ++i) {
         blas_gemm(dt, g, g.m, g.n, static_cast<const char*>(a) + i * g.m * g.k * size, lda,
