@@ -29,6 +29,12 @@ using nd::NDArray;
 std::atomic<bool> cpu_gemm_split{true};
 std::atomic<int> cpu_gemm_threads{0};  // 0: omp_get_max_threads()
 
+// The threads a split product may use (set_cpu_gemm_threads, else the team's).
+int gemm_team() {
+  const int threads = cpu_gemm_threads.load(std::memory_order_relaxed);
+  return threads > 0 ? threads : omp_get_max_threads();
+}
+
 // One product c = alpha * op(a) · op(b) + beta * c of m x n, leading dimensions as given.
 void blas_gemm(DType dt, const GemmArgs& g, std::int64_t m, std::int64_t n, const void* a, std::int64_t lda,
                const void* b, std::int64_t ldb, void* c, std::int64_t ldc) {
@@ -99,7 +105,7 @@ std::pair<std::int64_t, std::int64_t> gemm_grid(std::int64_t m, std::int64_t n, 
 
 void cpu_gemm_one(DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
   const std::int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
-  const int threads = cpu_gemm_threads.load(std::memory_order_relaxed) > 0 ? cpu_gemm_threads.load() : omp_get_max_threads();
+  const int threads = gemm_team();
   // Plain variables, not a structured binding: an OpenMP region may not capture one (clang).
   const std::pair<std::int64_t, std::int64_t> grid =
       split_products() ? gemm_grid(g.m, g.n, g.k, threads) : std::pair<std::int64_t, std::int64_t>{1, 1};
@@ -126,7 +132,7 @@ void cpu_gemm_one(DType dt, const GemmArgs& g, const void* a, const void* b, voi
 // one block) run side by side instead, one per thread, since OpenBLAS runs single-threaded.
 void cpu_gemm(DType dt, const GemmArgs& g, const void* a, const void* b, void* c) {
   const std::size_t size = dtype_size(dt);
-  const int threads = omp_get_max_threads();
+  const int threads = gemm_team();
   const std::int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
   if (g.batch > 1 && threads > 1 && split_products() && g.batch * g.m * g.n * g.k >= (std::int64_t{1} << 20)) {
     const std::pair<std::int64_t, std::int64_t> grid = gemm_grid(g.m, g.n, g.k, threads);
