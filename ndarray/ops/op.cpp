@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <new>
 #include <string_view>
 #include <utility>
 
@@ -295,6 +296,65 @@ std::vector<OutputSpec>& inferred(const Invocation& inv) {
   return specs;
 }
 
+// Note [reused invocation vectors]
+// An eager op's Invocation holds two std::vectors, its inputs and its outputs: two heap
+// allocations and two frees per op if each were new, a good part of what a tiny op costs on the
+// host. Each thread keeps instead a few emptied vectors with their capacity. invoke takes its
+// vectors from there (invoke(op, {a, b}) its inputs' too) and gives back those it does not hand on:
+// a recorded invocation keeps its own, and invoke (not invoke1) returns its outputs to the
+// caller. Nested invocations (autocast's casts, a gradient's ops) take other vectors, or new ones
+// when none is left. Vectors that grew large (a concat of many arrays) are not kept.
+struct SpareVectors {
+  static constexpr std::size_t kKept = 8;
+  static constexpr std::size_t kMaxCapacity = 16;
+  std::vector<std::vector<nd::NDArray>> kept;
+};
+
+// The thread's SpareVectors, made at its first op. Plain data, so that reading it costs one
+// thread-local lookup and no initialisation check; SpareVectorsOwner frees it at the thread's end
+// (for the main thread, before static destruction, during which arrays may still be freed and ops
+// run) and sets `gone`: from then on vectors are neither kept nor taken.
+struct SpareVectorsState {
+  SpareVectors* vectors = nullptr;
+  bool gone = false;
+};
+thread_local SpareVectorsState spare_vectors;
+
+struct SpareVectorsOwner {
+  ~SpareVectorsOwner() {
+    delete spare_vectors.vectors;
+    spare_vectors = {nullptr, true};
+  }
+};
+
+SpareVectors* thread_spare_vectors() {
+  SpareVectorsState& state = spare_vectors;
+  if (state.vectors || state.gone) return state.vectors;
+  thread_local SpareVectorsOwner owner;  // registers the thread's cleanup
+  try {
+    auto made = std::make_unique<SpareVectors>();
+    made->kept.reserve(SpareVectors::kKept);  // so that keeping a vector never allocates
+    state.vectors = made.release();
+  } catch (const std::bad_alloc&) {  // no memory: nothing is kept (the op itself went through)
+  }
+  return state.vectors;
+}
+
+std::vector<nd::NDArray> take_vector() {
+  SpareVectors* spare = spare_vectors.vectors;
+  if (!spare || spare->kept.empty()) return {};
+  std::vector<nd::NDArray> v = std::move(spare->kept.back());
+  spare->kept.pop_back();
+  return v;
+}
+
+void give_vector(std::vector<nd::NDArray>&& v) {
+  v.clear();  // may free storage and autograd nodes: done before the list is touched
+  if (v.capacity() == 0 || v.capacity() > SpareVectors::kMaxCapacity) return;
+  SpareVectors* spare = thread_spare_vectors();
+  if (spare && spare->kept.size() < SpareVectors::kKept) spare->kept.push_back(std::move(v));
+}
+
 }  // namespace
 
 namespace {
@@ -304,10 +364,17 @@ thread_local std::vector<nd::NDArray> targets;
 thread_local std::function<void(std::size_t)> targets_written;
 thread_local std::vector<char> targets_early;
 thread_local std::vector<nd::NDArray> reuse_offer;  // empty: no offer
+// Whether reuse_offer may hold an offer: a plain bool, read by every invoke at the cost of one
+// thread-local lookup, where reuse_offer's own (a vector) costs its initialisation check too.
+thread_local bool reuse_offered = false;
 
 // The array OutputReuse offers, taken (so that nested invocations, such as autocast's casts, and
 // later ones do not see it).
-std::vector<nd::NDArray> take_reuse_offer() { return std::exchange(reuse_offer, {}); }
+std::vector<nd::NDArray> take_reuse_offer() {
+  if (!reuse_offered) return {};
+  reuse_offered = false;
+  return std::exchange(reuse_offer, {});
+}
 
 bool reusable(const nd::NDArray& out, const OutputSpec& spec, Context ctx, const std::vector<nd::NDArray>& inputs) {
   if (out.is_none() || out.shape() != spec.shape || out.dtype() != spec.dtype || out.context() != ctx ||
@@ -349,14 +416,25 @@ nd::NDArray gradient_target(const Invocation& inv, std::size_t input) {
   return targets[input];
 }
 
-OutputReuse::OutputReuse(std::vector<nd::NDArray> outs) { reuse_offer = std::move(outs); }
-OutputReuse::~OutputReuse() { reuse_offer.clear(); }
+OutputReuse::OutputReuse(std::vector<nd::NDArray> outs) {
+  reuse_offer = std::move(outs);
+  reuse_offered = true;
+}
+OutputReuse::~OutputReuse() {
+  reuse_offer.clear();
+  reuse_offered = false;
+}
 
-std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs, Params params) {
-  const profiler::Range range(op.name);
+namespace {
+
+// What invoke does once inv holds the op, its Params and the inputs: autocast, checks, inference,
+// the outputs (reused as OutputReuse offers, else allocated; into inv.outputs, which is empty),
+// the kernel, the trace, and under recording the outputs' node (inv then goes to the node, and
+// inv.outputs is given the recorded outputs).
+void invoke_in(Invocation& inv) {
+  const OpDef& op = *inv.op;
   const std::vector<nd::NDArray> reuse = take_reuse_offer();
-  autocast_inputs(op, inputs);
-  Invocation inv{&op, params, std::move(inputs), {}};
+  autocast_inputs(op, inv.inputs);
   const Context ctx = common_context(op.name, inv.inputs);
   const std::vector<OutputSpec>& specs = inferred(inv);
   inv.outputs.reserve(specs.size());
@@ -367,17 +445,46 @@ std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs
   }
   run(inv, ctx);
   if (TraceSink* sink = trace_sink()) sink->record(inv);
-  if (!should_record(inv)) return std::move(inv.outputs);
+  if (!should_record(inv)) return;
   std::vector<nd::NDArray> outputs = inv.outputs;
   record(std::move(inv), outputs);
-  return outputs;
+  inv.outputs = std::move(outputs);
 }
 
-nd::NDArray invoke1(const OpDef& op, std::vector<nd::NDArray> inputs, Params params) {
-  return std::move(invoke(op, std::move(inputs), params)[0]);
+}  // namespace
+
+std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs, const Params& params) {
+  const profiler::Range range(op.name);
+  Invocation inv{&op, params, std::move(inputs), take_vector()};
+  invoke_in(inv);
+  give_vector(std::move(inv.inputs));
+  return std::move(inv.outputs);
 }
 
-void invoke_into(const OpDef& op, std::vector<nd::NDArray> inputs, std::vector<nd::NDArray> outputs, Params params) {
+nd::NDArray invoke1(const OpDef& op, std::vector<nd::NDArray> inputs, const Params& params) {
+  const profiler::Range range(op.name);
+  Invocation inv{&op, params, std::move(inputs), take_vector()};
+  invoke_in(inv);
+  nd::NDArray out = std::move(inv.outputs[0]);
+  give_vector(std::move(inv.inputs));
+  give_vector(std::move(inv.outputs));
+  return out;
+}
+
+std::vector<nd::NDArray> invoke(const OpDef& op, std::initializer_list<nd::NDArray> inputs, const Params& params) {
+  std::vector<nd::NDArray> v = take_vector();
+  v.assign(inputs);
+  return invoke(op, std::move(v), params);
+}
+
+nd::NDArray invoke1(const OpDef& op, std::initializer_list<nd::NDArray> inputs, const Params& params) {
+  std::vector<nd::NDArray> v = take_vector();
+  v.assign(inputs);
+  return invoke1(op, std::move(v), params);
+}
+
+void invoke_into(const OpDef& op, std::vector<nd::NDArray> inputs, std::vector<nd::NDArray> outputs,
+                 const Params& params) {
   const profiler::Range range(op.name);
   Invocation inv{&op, params, std::move(inputs), std::move(outputs)};
   const Context ctx = invocation_context(inv);

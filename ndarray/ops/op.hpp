@@ -30,15 +30,23 @@
 namespace mx::op {
 
 // An op's attributes: the op's own trivially copyable struct, kept inline (no allocation) and read
-// back with as<P>(). The type is checked on every read.
+// back with as<P>(). The type is checked on every read. A copy copies the bytes written only (most
+// ops have none or a few), not the whole capacity: every eager op copies its Params.
 class Params {
  public:
   static constexpr std::size_t kCapacity = 128;  // Convolution's attributes are the largest
   Params() = default;
   template <class P>
-  Params(const P& p) : type_(type_id<P>()) {  // NOLINT: implicit, so that invoke(op, {x}, P{...}) reads well
+  Params(const P& p) : type_(type_id<P>()), size_(sizeof(P)) {  // NOLINT: implicit, so that invoke(op, {x}, P{...}) reads well
     static_assert(std::is_trivially_copyable_v<P> && sizeof(P) <= kCapacity && alignof(P) <= 8);
     std::memcpy(bytes_, &p, sizeof(P));
+  }
+  Params(const Params& other) : type_(other.type_), size_(other.size_) { std::memcpy(bytes_, other.bytes_, size_); }
+  Params& operator=(const Params& other) {
+    type_ = other.type_;
+    size_ = other.size_;
+    std::memmove(bytes_, other.bytes_, size_);  // memmove: self-assignment is allowed
+    return *this;
   }
   template <class P>
   const P& as() const {
@@ -52,8 +60,9 @@ class Params {
     static const char id = 0;
     return &id;
   }
-  alignas(8) unsigned char bytes_[kCapacity] = {};
   const void* type_ = type_id<void>();
+  std::size_t size_ = 0;                    // the bytes written (sizeof(P)); the rest is never read
+  alignas(8) unsigned char bytes_[kCapacity];
 };
 
 // Where an op runs, resolved once per invocation: the context, and for gpu(i) its stream (as
@@ -176,13 +185,17 @@ std::string mxnet_name(const OpDef& op, AttrPairs& attrs);
 // recorded Cast ops; nothing otherwise. invoke() calls it first.
 void autocast_inputs(const OpDef& op, std::vector<nd::NDArray>& inputs);
 
-std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs, Params params = {});
-nd::NDArray invoke1(const OpDef& op, std::vector<nd::NDArray> inputs, Params params = {});
+std::vector<nd::NDArray> invoke(const OpDef& op, std::vector<nd::NDArray> inputs, const Params& params = {});
+nd::NDArray invoke1(const OpDef& op, std::vector<nd::NDArray> inputs, const Params& params = {});
+// The same for a braced list of inputs, invoke(op, {a, b}) (what most front ends write): the
+// inputs go into a vector the thread keeps for reuse, not a new one (Note [reused invocation vectors]).
+std::vector<nd::NDArray> invoke(const OpDef& op, std::initializer_list<nd::NDArray> inputs, const Params& params = {});
+nd::NDArray invoke1(const OpDef& op, std::initializer_list<nd::NDArray> inputs, const Params& params = {});
 // Runs op writing into existing outputs (in-place updates such as sgd_update, or out=): their
 // shapes and dtypes must be those inference gives. An op without inputs (fill, arange, random
 // draws) runs on its outputs' context.
 void invoke_into(const OpDef& op, std::vector<nd::NDArray> inputs, std::vector<nd::NDArray> outputs,
-                 Params params = {});
+                 const Params& params = {});
 
 // The kernel of inv's context on inv's arrays, without inference or recording (graph replay);
 // settled_inputs as in ExecContext.
