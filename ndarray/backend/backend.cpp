@@ -5,6 +5,11 @@
 namespace mx {
 
 Backend& backend(Context ctx) {
+  // Every op asks (for its outputs and its kernel): the valid contexts first, without
+  // check_context's calls, which then only throws for the others.
+  const int id = ctx.device_id();
+  if (ctx.is_cpu() && id == 0) return cpu_backend();
+  if (ctx.is_gpu() && id >= 0 && id < num_gpus()) return *gpu_backend();
   check_context(ctx);
   return ctx.is_cpu() ? cpu_backend() : *gpu_backend();
 }

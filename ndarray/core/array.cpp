@@ -81,8 +81,6 @@ void check_writable(const char* op, const NDArray& dst) {
 NDArray::NDArray(const Shape& shape, Context ctx, DType dtype)
     : storage_(std::make_shared<Storage>(ctx, byte_size(shape, dtype))), shape_(shape), dtype_(dtype) {}
 
-Context NDArray::context() const { return storage_ ? storage_->context() : current_context(); }
-
 std::vector<std::int64_t> NDArray::strides() const {
   return strides_.empty() ? contiguous_strides(shape_) : strides_;
 }

@@ -35,7 +35,7 @@ class NDArray {
 
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
-  Context context() const;
+  Context context() const { return storage_ ? storage_->context() : current_context(); }
   int ndim() const { return shape_.ndim(); }
   std::int64_t size() const { return shape_.numel(); }
   bool is_none() const { return storage_ == nullptr; }

@@ -6,12 +6,6 @@
 
 namespace mx {
 
-std::int64_t Shape::numel() const {
-  std::int64_t n = 1;
-  for (auto d : *this) n *= d;
-  return n;
-}
-
 std::string Shape::str() const {
   std::string out;
   for (int i = 0; i < ndim(); ++i) {

@@ -16,11 +16,23 @@ class Shape {
   Shape() = default;
   Shape(std::initializer_list<std::int64_t> dims) { assign(dims.begin(), dims.size()); }
   explicit Shape(const std::vector<std::int64_t>& dims) { assign(dims.data(), dims.size()); }
+  // Copies copy the axes in use only: every array handle and op copies shapes.
+  Shape(const Shape& other) { assign(other.data(), other.ndim_); }
+  Shape& operator=(const Shape& other) {
+    if (this != &other) assign(other.data(), other.ndim_);
+    return *this;
+  }
+  Shape(Shape&& other) noexcept = default;
+  Shape& operator=(Shape&& other) noexcept = default;
 
   int ndim() const { return static_cast<int>(ndim_); }
   std::size_t size() const { return ndim_; }  // the number of axes, as std::vector's size()
   bool empty() const { return ndim_ == 0; }
-  std::int64_t numel() const;  // product of the extents
+  std::int64_t numel() const {  // product of the extents
+    std::int64_t n = 1;
+    for (std::int64_t d : *this) n *= d;
+    return n;
+  }
   std::int64_t operator[](int axis) const { return data()[axis]; }
   std::int64_t& operator[](int axis) { return data()[axis]; }
   std::vector<std::int64_t> dims() const { return {begin(), end()}; }
@@ -31,7 +43,11 @@ class Shape {
   std::string tuple_str() const;  // "(2, 3)", as in Python
 
   friend bool operator==(const Shape& a, const Shape& b) {
-    return a.ndim_ == b.ndim_ && std::equal(a.begin(), a.end(), b.begin());
+    if (a.ndim_ != b.ndim_) return false;
+    for (std::size_t i = 0; i < a.ndim_; ++i) {  // a loop: std::equal calls memcmp, slower for a few axes
+      if (a.data()[i] != b.data()[i]) return false;
+    }
+    return true;
   }
   friend bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
 
@@ -43,6 +59,7 @@ class Shape {
     ndim_ = n;
     if (n > kInline) heap_.assign(dims, dims + n);
     else for (std::size_t i = 0; i < n && i < kInline; ++i) inline_[i] = dims[i];
+    // (inline_ beyond ndim_ is never read, so a copy leaves it as it was)
   }
   const std::int64_t* data() const { return ndim_ > kInline ? heap_.data() : inline_.data(); }
   std::int64_t* data() { return ndim_ > kInline ? heap_.data() : inline_.data(); }
