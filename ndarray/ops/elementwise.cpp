@@ -61,9 +61,12 @@ struct BinaryCpu {
     const T* a = static_cast<const T*>(inv.inputs[0].data());
     const T* b = static_cast<const T*>(inv.inputs[1].data());
     T* out = static_cast<T*>(inv.outputs[0].data());
-    const BroadcastIndex index = binary_index(inv);
     const std::int64_t n = inv.outputs[0].size();
-    if (index.contiguous()) {
+    // Operands of the output's shape (the common case) need no broadcast index.
+    const Shape& shape = inv.outputs[0].shape();
+    const bool same_shapes = inv.inputs[0].shape() == shape && inv.inputs[1].shape() == shape;
+    const BroadcastIndex index = same_shapes ? BroadcastIndex{} : binary_index(inv);
+    if (same_shapes || index.contiguous()) {
       parallel_for_simd(n, [&](std::int64_t i) { out[i] = Binary<op>::forward(a[i], b[i]); });
       return;
     }
@@ -158,8 +161,9 @@ void backward_like_last(const Invocation& inv, std::vector<OutputSpec>& out) {
 template <BinaryOp op>
 void binary_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   const NDArray &a = inv.inputs[0], &b = inv.inputs[1];
-  nd::check_same_dtype(op_name(op), a, b);
-  out = {{broadcast_shapes(op_name(op), a.shape(), b.shape()), a.dtype()}};
+  if (a.dtype() != b.dtype()) nd::check_same_dtype(op_name(op), a, b);
+  out.clear();
+  out.push_back({a.shape() == b.shape() ? a.shape() : broadcast_shapes(op_name(op), a.shape(), b.shape()), a.dtype()});
 }
 
 void binary_backward_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
