@@ -417,12 +417,12 @@ void Block::export_model(const std::string& path, int epoch) const {
     throw ValueError("export: block '" + name() + "' has no graph yet; call hybridize() and run forward once first");
   }
   const graph::Graph& g = *core_->last_graph;
-  // Running statistics (BatchNorm's moving mean and variance) are MXNet's auxiliary states.
+  // Inputs an op writes (BatchNorm's moving mean and variance) are MXNet's auxiliary states.
   std::set<std::string> aux;
   for (const graph::Node& node : g.nodes) {
-    if (node.is_variable() || std::string(node.op->name) != "BatchNorm") continue;
+    if (node.is_variable()) continue;
     for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-      if (node.input_slots[i] >= 3) aux.insert(g.nodes[node.inputs[i].node].name);
+      if (node.op->written_inputs & (1u << node.input_slots[i])) aux.insert(g.nodes[node.inputs[i].node].name);
     }
   }
   std::vector<std::string> names;

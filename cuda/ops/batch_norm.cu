@@ -7,10 +7,12 @@
 //   3. one elementwise pass applies them.
 // Forward sums x - shift and its square with shift = the channel's first element, which keeps the
 // variance exact for data far from zero; backward sums dy and dy · (x - mean). channel_sum (a
-// convolution's bias gradient) is passes 1 and 2 alone.
+// convolution's bias gradient) is passes 1 and 2 alone. SyncBatchNorm's pass 2 is one block that
+// also exchanges the sums with the other GPUs of its group (cuda/device_exchange.hpp).
 #include <algorithm>
 #include <cmath>
 
+#include "cuda/device_exchange.hpp"
 #include "cuda/launch.hpp"
 #include "ndarray/ops/conv_kernels.hpp"
 #include "ndarray/ops/reduce_kernels.hpp"
@@ -244,6 +246,102 @@ struct InputGradient {
   }
 };
 
+// --- SyncBatchNorm's pass 2: one block exchanging (count, per-channel sums) with the group ------
+// A vector of 2 · channels + 1 doubles per GPU: [count, a[channels], b[channels]]. `own` (device
+// memory) stands for the slot without a group (ndev = 1, or no batch statistics).
+struct ChannelExchange {
+  cuda::ExchangeView view;
+  double* own;
+  bool shared;
+  unsigned long long round;
+
+  __device__ ChannelExchange(const cuda::ExchangeView& v, double* own_slot, bool exchange)
+      : view(v), own(own_slot), shared(exchange && v.ranks > 1), round(shared ? cuda::exchange_round(v) : 0) {}
+  __device__ double* mine() const { return shared ? cuda::exchange_slot(view, round, view.rank) : own; }
+  __device__ void publish_and_wait() const {
+    if (shared) {
+      cuda::exchange_publish_and_wait(view, round);
+    } else {
+      __syncthreads();
+    }
+  }
+  // Element i summed over the group in rank order: the same on every GPU.
+  __device__ double total(std::int64_t i) const {
+    if (!shared) return own[i];
+    double t = 0;
+    for (int r = 0; r < view.ranks; ++r) t += cuda::exchange_load(view, round, r, i);
+    return t;
+  }
+};
+
+// Training: each GPU's count, Σx and Σx² (from its shifted sums, in double), exchanged; the whole
+// batch's statistics; the running ones updated as BatchNorm does.
+template <class T, class P = ComputeType<T>>
+__global__ void sync_statistics(const Pair<P>* partial, std::int64_t chunks, const T* x, ReduceShape s,
+                                BatchNormParams p, cuda::ExchangeView v, double* own, P* mean, P* invstd,
+                                P* moving_mean, P* moving_var) {
+  const ChannelExchange ex(v, own, true);
+  double* mine = ex.mine();
+  const std::int64_t channels = s.length;
+  const double local = static_cast<double>(s.outer * s.inner);
+  for (std::int64_t c = threadIdx.x; c < channels; c += blockDim.x) {
+    double sum = 0, squares = 0;
+    if (local > 0) {
+      const Pair<double> m = channel_total(partial, chunks, c);  // Σ(x - shift), Σ(x - shift)²
+      const double shift = static_cast<double>(x[c * s.inner]);
+      sum = m.a + local * shift;
+      squares = m.b + 2 * shift * m.a + local * shift * shift;
+    }
+    mine[1 + c] = sum;
+    mine[1 + channels + c] = squares;
+  }
+  if (threadIdx.x == 0) mine[0] = local;
+  ex.publish_and_wait();
+  const double count = ex.total(0);
+  for (std::int64_t c = threadIdx.x; c < channels; c += blockDim.x) {
+    if (count == 0) {  // no batch anywhere: the running statistics, unchanged
+      mean[c] = moving_mean[c];
+      invstd[c] = static_cast<P>(rsqrt(static_cast<double>(moving_var[c]) + p.eps));
+      continue;
+    }
+    const double m = ex.total(1 + c) / count;
+    const double var = fmax(ex.total(1 + channels + c) / count - m * m, 0.0);
+    mean[c] = static_cast<P>(m);
+    invstd[c] = static_cast<P>(rsqrt(var + p.eps));
+    moving_mean[c] = static_cast<P>(p.momentum * moving_mean[c] + (1 - p.momentum) * m);
+    moving_var[c] = static_cast<P>(p.momentum * moving_var[c] + (1 - p.momentum) * (count > 1 ? var * count / (count - 1) : var));
+  }
+}
+
+// Backward: dgamma and dbeta from this GPU's sums (the trainer adds the GPUs'), dx's coefficients
+// from the group's (as finish_gradients, over the whole batch).
+template <class P>
+__global__ void sync_gradients(const Pair<P>* partial, std::int64_t chunks, ReduceShape s, BatchNormParams p,
+                               cuda::ExchangeView v, double* own, const P* gamma, const P* invstd, P* dgamma, P* dbeta,
+                               P* coef) {
+  const ChannelExchange ex(v, own, p.training);
+  double* mine = ex.mine();
+  const std::int64_t channels = s.length;
+  const double local = static_cast<double>(s.outer * s.inner);
+  for (std::int64_t c = threadIdx.x; c < channels; c += blockDim.x) {
+    const Pair<double> sums = local > 0 ? channel_total(partial, chunks, c) : Pair<double>{0, 0};  // Σdy, Σdy · (x - mean)
+    dbeta[c] = static_cast<P>(sums.a);
+    dgamma[c] = p.fix_gamma ? P(0) : static_cast<P>(sums.b * invstd[c]);
+    mine[1 + c] = sums.a;
+    mine[1 + channels + c] = sums.b;
+  }
+  if (threadIdx.x == 0) mine[0] = local;
+  ex.publish_and_wait();
+  const double count = ex.total(0);
+  for (std::int64_t c = threadIdx.x; c < channels; c += blockDim.x) {
+    const bool batch = p.training && count > 0;
+    const double k = static_cast<double>(invstd[c]);
+    coef[3 * c] = static_cast<P>((p.fix_gamma ? 1.0 : static_cast<double>(gamma[c])) * k);
+    coef[3 * c + 1] = static_cast<P>(batch ? ex.total(1 + c) / count : 0.0);
+    coef[3 * c + 2] = static_cast<P>(batch ? ex.total(1 + channels + c) / count * k * k : 0.0);
+  }
+}
+
 ReduceShape channel_shape(const BatchNormParams& p, const nd::NDArray& x) {
   return around_axis(x.shape(), p.axis < 0 ? p.axis + x.ndim() : p.axis);
 }
@@ -328,6 +426,73 @@ void batch_norm_backward(const ExecContext& ec, const Invocation& inv) {
     cuda::launch(ec, "BatchNorm", s.length, &finish_gradients<P>, partial.as<Pair<P>>(), chunks, s, p, param(2),
                  param(4), output(1), output(2), coef.as<P>());
     launch_per_channel(ec, "BatchNorm", s,
+                       InputGradient<T>{data(0), data(1), param(3), coef.as<const P>(), static_cast<T*>(inv.outputs[0].data())});
+  });
+}
+
+namespace {
+
+// The group of the op's key for the (2 · channels + 1)-double vectors, or none (ndev = 1).
+cuda::ExchangeView channel_exchange(const ExecContext& ec, const SyncBatchNormParams& sp, std::int64_t channels) {
+  if (sp.ndev == 1) return {};
+  return cuda::exchange_view(sp.key, sp.ndev, 2 * channels + 1, ec.ctx.device_id(), "SyncBatchNorm");
+}
+
+}  // namespace
+
+void sync_batch_norm(const ExecContext& ec, const Invocation& inv) {
+  const auto& sp = inv.params.as<SyncBatchNormParams>();
+  const BatchNormParams& p = sp.bn;
+  const nd::NDArray& x = inv.inputs[0];
+  const ReduceShape s = channel_shape(p, x);
+  dispatch_floating(x.dtype(), "SyncBatchNorm", [&](auto tag) {
+    using T = decltype(tag);
+    using P = ComputeType<T>;
+    const T* in = static_cast<const T*>(x.data());
+    const auto param = [&](std::size_t i) { return static_cast<P*>(inv.inputs[i].data()); };
+    P *mean = static_cast<P*>(inv.outputs[1].data()), *invstd = static_cast<P*>(inv.outputs[2].data());
+    if (p.training) {
+      const cuda::ExchangeView v = channel_exchange(ec, sp, s.length);
+      const std::int64_t chunks = x.size() > 0 ? chunks_for(ec, s) : 1;
+      const Workspace partial(ec, static_cast<std::size_t>(s.length * chunks) * sizeof(Pair<P>));
+      const Workspace own(ec, static_cast<std::size_t>(2 * s.length + 1) * sizeof(double));
+      if (x.size() > 0) {
+        launch_sums(ec, "SyncBatchNorm", s, chunks, ShiftedMoments<T>{in, s.inner, s.length}, partial.as<Pair<P>>());
+      }
+      cuda::launch(cuda::stream_of(ec), "SyncBatchNorm", dim3(1), &sync_statistics<T>, partial.as<Pair<P>>(), chunks,
+                   in, s, p, v, own.as<double>(), mean, invstd, param(3), param(4));
+    } else {
+      cuda::launch(ec, "SyncBatchNorm", s.length, &running_statistics<P>, s.length, p.eps, param(3), param(4), mean,
+                   invstd);
+    }
+    launch_per_channel(ec, "SyncBatchNorm", s,
+                       Normalize<T>{in, param(1), param(2), mean, invstd, static_cast<T*>(inv.outputs[0].data()),
+                                    p.fix_gamma});
+  });
+}
+
+void sync_batch_norm_backward(const ExecContext& ec, const Invocation& inv) {
+  const auto& sp = inv.params.as<SyncBatchNormParams>();
+  const BatchNormParams& p = sp.bn;
+  const nd::NDArray& x = inv.inputs[1];
+  const ReduceShape s = channel_shape(p, x);
+  dispatch_floating(x.dtype(), "SyncBatchNorm", [&](auto tag) {
+    using T = decltype(tag);
+    using P = ComputeType<T>;
+    const auto data = [&](std::size_t i) { return static_cast<const T*>(inv.inputs[i].data()); };
+    const auto param = [&](std::size_t i) { return static_cast<const P*>(inv.inputs[i].data()); };
+    const auto output = [&](std::size_t i) { return static_cast<P*>(inv.outputs[i].data()); };
+    const cuda::ExchangeView v = p.training ? channel_exchange(ec, sp, s.length) : cuda::ExchangeView{};
+    const std::int64_t chunks = x.size() > 0 ? chunks_for(ec, s) : 1;
+    const Workspace partial(ec, static_cast<std::size_t>(s.length * chunks) * sizeof(Pair<P>));
+    const Workspace own(ec, static_cast<std::size_t>(2 * s.length + 1) * sizeof(double));
+    const Workspace coef(ec, static_cast<std::size_t>(3 * s.length) * sizeof(P));
+    if (x.size() > 0) {
+      launch_sums(ec, "SyncBatchNorm", s, chunks, GradSums<T>{data(0), data(1), param(3)}, partial.as<Pair<P>>());
+    }
+    cuda::launch(cuda::stream_of(ec), "SyncBatchNorm", dim3(1), &sync_gradients<P>, partial.as<Pair<P>>(), chunks, s, p,
+                 v, own.as<double>(), param(2), param(4), output(1), output(2), coef.as<P>());
+    launch_per_channel(ec, "SyncBatchNorm", s,
                        InputGradient<T>{data(0), data(1), param(3), coef.as<const P>(), static_cast<T*>(inv.outputs[0].data())});
   });
 }

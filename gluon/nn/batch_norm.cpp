@@ -5,13 +5,17 @@
 
 namespace mx::gluon::nn {
 
-BatchNorm::BatchNorm(const BatchNormOptions& o) : Block("batchnorm", o.prefix), options_(o) {
-  if (!(o.epsilon > 0)) throw ValueError("BatchNorm: epsilon must be positive, got " + std::to_string(o.epsilon));
+BatchNorm::BatchNorm(const BatchNormOptions& o) : BatchNorm("BatchNorm", "batchnorm", o) {}
+
+BatchNorm::BatchNorm(const char* title, const std::string& kind, const BatchNormOptions& o)
+    : Block(kind, o.prefix), options_(o), title_(title) {
+  const std::string layer = title;
+  if (!(o.epsilon > 0)) throw ValueError(layer + ": epsilon must be positive, got " + std::to_string(o.epsilon));
   if (!(o.momentum >= 0 && o.momentum <= 1)) {
-    throw ValueError("BatchNorm: momentum must be in [0, 1], got " + std::to_string(o.momentum));
+    throw ValueError(layer + ": momentum must be in [0, 1], got " + std::to_string(o.momentum));
   }
   if (o.in_channels < 0) {
-    throw ValueError("BatchNorm: in_channels must be >= 0 (0 = infer at the first forward), got " +
+    throw ValueError(layer + ": in_channels must be >= 0 (0 = infer at the first forward), got " +
                      std::to_string(o.in_channels));
   }
   const Shape shape{o.in_channels};
@@ -31,8 +35,8 @@ void BatchNorm::cast(DType dtype) { Block::cast(is_half(dtype) ? DType::float32 
 Parameter BatchNorm::running_mean() const { return parameter("running_mean"); }
 Parameter BatchNorm::running_var() const { return parameter("running_var"); }
 
-nd::NDArray BatchNorm::forward(const nd::NDArray& x) {
-  const std::string layer = "BatchNorm '" + name() + "'";
+std::array<nd::NDArray, 4> BatchNorm::parameters_for(const nd::NDArray& x) {
+  const std::string layer = std::string(title_) + " '" + name() + "'";
   nd::check_not_none(layer.c_str(), x);
   const int axis = options_.axis < 0 ? options_.axis + x.ndim() : options_.axis;
   if (axis < 0 || axis >= x.ndim()) {
@@ -50,7 +54,12 @@ nd::NDArray BatchNorm::forward(const nd::NDArray& x) {
     }
   }
   const Context ctx = x.context();
-  return nd::BatchNorm(x, params[0].data(ctx), params[1].data(ctx), params[2].data(ctx), params[3].data(ctx),
+  return {params[0].data(ctx), params[1].data(ctx), params[2].data(ctx), params[3].data(ctx)};
+}
+
+nd::NDArray BatchNorm::forward(const nd::NDArray& x) {
+  const auto [gamma, beta, mean, var] = parameters_for(x);
+  return nd::BatchNorm(x, gamma, beta, mean, var,
                        {.eps = options_.epsilon, .momentum = options_.momentum, .fix_gamma = !options_.scale,
                         .use_global_stats = options_.use_global_stats, .axis = options_.axis});
 }

@@ -7,6 +7,7 @@
 //
 //   nn::BatchNorm()                        // after a Conv2D: channels on axis 1, deferred
 //   nn::BatchNorm({.momentum = 0.8, .in_channels = 16})
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -41,8 +42,17 @@ class BatchNorm : public Block {
   Parameter running_mean() const;
   Parameter running_var() const;
 
+ protected:
+  // title names the layer in errors ("SyncBatchNorm"), kind its parameters ("syncbatchnorm0_").
+  BatchNorm(const char* title, const std::string& kind, const BatchNormOptions& options);
+  const BatchNormOptions& options() const { return options_; }
+  // gamma, beta, running_mean and running_var on x's context, checked against x's channels
+  // (mx::ShapeError naming the layer) and completed if deferred.
+  std::array<nd::NDArray, 4> parameters_for(const nd::NDArray& x);
+
  private:
   BatchNormOptions options_;
+  const char* title_;
 };
 
 }  // namespace mx::gluon::nn

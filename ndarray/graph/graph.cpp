@@ -425,7 +425,7 @@ std::vector<std::string> mxnet_input_names(const op::OpDef& op, const op::AttrPa
     if (!no_bias.value_or(name == "Deconvolution")) names.emplace_back("bias");  // MXNet's defaults
     return names;
   }
-  if (name == "BatchNorm") return {"data", "gamma", "beta", "moving_mean", "moving_var"};
+  if (name == "BatchNorm" || name == "_contrib_SyncBatchNorm") return {"data", "gamma", "beta", "moving_mean", "moving_var"};
   if (name == "SoftmaxOutput") return {"data", "label"};
   return {};
 }
@@ -550,7 +550,7 @@ void check_dtype_hint(const std::string& text, const std::string& where) {
 }  // namespace
 
 std::string compose_init(const op::OpDef& op, std::uint32_t slot) {
-  if (std::string_view(op.name) == "BatchNorm") {
+  if (op.written_inputs & (1u << slot)) {  // BatchNorm's running statistics
     if (slot == 3) return "[\"zero\", {}]";
     if (slot == 4) return "[\"one\", {}]";
   }
@@ -612,6 +612,7 @@ std::optional<Shape> infer_input_shape(const Node& reader, std::uint32_t slot, c
     return Shape(dims);
   }
   if (op == "BatchNorm" && slot >= 1 && slot <= 4) return Shape{extent(static_cast<int>(integer("axis", 1)))};
+  if (op == "_contrib_SyncBatchNorm" && slot >= 1 && slot <= 4) return Shape{extent(1)};
   return std::nullopt;
 }
 

@@ -26,9 +26,7 @@ const BatchNormParams& bn_params(const Invocation& inv) { return inv.params.as<B
 
 int channel_axis(const BatchNormParams& p, const NDArray& x) { return p.axis < 0 ? p.axis + x.ndim() : p.axis; }
 
-void batch_norm_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
-  const char* op = "BatchNorm";
-  const BatchNormParams& p = bn_params(inv);
+void infer_with(const char* op, const BatchNormParams& p, const Invocation& inv, std::vector<OutputSpec>& out) {
   const NDArray& x = inv.inputs[0];
   nd::check_floating(op, x);
   if (p.axis < -x.ndim() || p.axis >= x.ndim()) {
@@ -52,8 +50,11 @@ void batch_norm_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   out = {{x.shape(), x.dtype()}, {channels, param_dtype}, {channels, param_dtype}};
 }
 
-void batch_norm_cpu(const ExecContext&, const Invocation& inv) {
-  const BatchNormParams& p = bn_params(inv);
+void batch_norm_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  infer_with("BatchNorm", bn_params(inv), inv, out);
+}
+
+void batch_norm_loops(const BatchNormParams& p, const Invocation& inv) {
   const NDArray& x = inv.inputs[0];
   const ReduceShape s = around_axis(x.shape(), channel_axis(p, x));
   const std::int64_t count = s.outer * s.inner;  // elements per channel
@@ -100,6 +101,8 @@ void batch_norm_cpu(const ExecContext&, const Invocation& inv) {
   });
 }
 
+void batch_norm_cpu(const ExecContext&, const Invocation& inv) { batch_norm_loops(bn_params(inv), inv); }
+
 // _backward_BatchNorm: inputs (dy, x, gamma, mean, invstd), outputs (dx, dgamma, dbeta). With
 // x̂ = (x - mean) · invstd and M elements per channel, in training
 //   dx = gamma · invstd · (dy - Σdy / M - x̂ · Σ(dy · x̂) / M),
@@ -110,8 +113,7 @@ void backward_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   out = {{x.shape(), x.dtype()}, {gamma.shape(), gamma.dtype()}, {gamma.shape(), gamma.dtype()}};
 }
 
-void backward_cpu(const ExecContext&, const Invocation& inv) {
-  const BatchNormParams& p = bn_params(inv);
+void backward_loops(const BatchNormParams& p, const Invocation& inv) {
   const NDArray& x = inv.inputs[1];
   const ReduceShape s = around_axis(x.shape(), channel_axis(p, x));
   const double count = static_cast<double>(s.outer * s.inner);
@@ -148,6 +150,8 @@ void backward_cpu(const ExecContext&, const Invocation& inv) {
   });
 }
 
+void backward_cpu(const ExecContext&, const Invocation& inv) { backward_loops(bn_params(inv), inv); }
+
 std::vector<std::pair<std::string, std::string>> batch_norm_attrs(const Params& params) {
   const auto& p = params.as<BatchNormParams>();
   return {{"eps", format_real(p.eps)},
@@ -158,10 +162,10 @@ std::vector<std::pair<std::string, std::string>> batch_norm_attrs(const Params& 
 }
 
 // The options checked (mx::ValueError): eps > 0, momentum in [0, 1].
-BatchNormParams batch_norm_params(const nd::BatchNormOptions& o, bool training) {
-  if (!(o.eps > 0)) throw ValueError("BatchNorm: eps must be positive, got " + format_real(o.eps));
+BatchNormParams batch_norm_params(const nd::BatchNormOptions& o, bool training, const char* op = "BatchNorm") {
+  if (!(o.eps > 0)) throw ValueError(std::string(op) + ": eps must be positive, got " + format_real(o.eps));
   if (!(o.momentum >= 0 && o.momentum <= 1)) {
-    throw ValueError("BatchNorm: momentum must be in [0, 1], got " + format_real(o.momentum));
+    throw ValueError(std::string(op) + ": momentum must be in [0, 1], got " + format_real(o.momentum));
   }
   BatchNormParams p;
   p.eps = o.eps;
@@ -224,7 +228,111 @@ const OpDef& batch_norm_op() {
   return reg;
 }
 
-[[maybe_unused]] const bool family_registered = (batch_norm_op(), backward_op(), true);
+// --- _contrib_SyncBatchNorm --------------------------------------------------------------------
+// BatchNorm on axis 1 with the batch statistics of all ndev GPUs that run it under the same key
+// in a step, as MXNet's contrib op: each GPU normalises its slice by the whole batch's mean and
+// variance, and its data gradient takes the whole batch's sums, so that data-parallel training on
+// n GPUs computes what one GPU computes on the whole batch. gamma's and beta's gradients are each
+// GPU's own sums (the trainer adds them over the GPUs). The GPUs exchange their sums in their
+// streams (Note [in-stream exchange between GPUs], cuda/device_exchange.hpp). Where ndgluon
+// differs from MXNet on purpose: the running statistics are updated in the forward pass (MXNet
+// updates them in backward) with the unbiased variance, as BatchNorm does; the variance is
+// combined from each GPU's shifted sums in double (MXNet subtracts E[x]² from E[x²] in float).
+// ndev = 1 is BatchNorm on axis 1. A CPU kernel runs one context at a time, in turn, so it cannot
+// wait for the others: on cpu(0), ndev must be 1 in training.
+
+const SyncBatchNormParams& sync_params(const Invocation& inv) { return inv.params.as<SyncBatchNormParams>(); }
+
+void sync_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const char* op = "_contrib_SyncBatchNorm";
+  const SyncBatchNormParams& p = sync_params(inv);
+  infer_with(op, p.bn, inv, out);
+  if (p.ndev > 1 && p.bn.training && !inv.inputs[0].context().is_gpu()) {
+    throw ValueError(std::string(op) + " '" + p.key + "': ndev=" + std::to_string(p.ndev) + " on " +
+                     inv.inputs[0].context().str() +
+                     ": statistics are exchanged between GPUs only (a CPU kernel cannot wait for the other devices)");
+  }
+}
+
+void sync_cpu(const ExecContext&, const Invocation& inv) { batch_norm_loops(sync_params(inv).bn, inv); }
+void sync_backward_cpu(const ExecContext&, const Invocation& inv) { backward_loops(sync_params(inv).bn, inv); }
+
+void sync_backward_infer(const Invocation& inv, std::vector<OutputSpec>& out) { backward_infer(inv, out); }
+
+std::vector<std::pair<std::string, std::string>> sync_attrs(const Params& params) {
+  const auto& p = params.as<SyncBatchNormParams>();
+  return {{"eps", format_real(p.bn.eps)},
+          {"momentum", format_real(p.bn.momentum)},
+          {"fix_gamma", format_bool(p.bn.fix_gamma)},
+          {"use_global_stats", format_bool(p.bn.use_global_stats)},
+          {"ndev", std::to_string(p.ndev)},
+          {"key", p.key}};
+}
+
+SyncBatchNormParams sync_batch_norm_params(const nd::contrib::SyncBatchNormOptions& o, bool training) {
+  const char* op = "_contrib_SyncBatchNorm";
+  SyncBatchNormParams p;
+  p.bn = batch_norm_params({.eps = o.eps, .momentum = o.momentum, .fix_gamma = o.fix_gamma,
+                            .use_global_stats = o.use_global_stats, .axis = 1},
+                           training, op);
+  if (o.ndev < 1) throw ValueError(std::string(op) + ": ndev must be >= 1, got " + std::to_string(o.ndev));
+  if (o.key.size() >= sizeof(p.key)) {
+    throw ValueError(std::string(op) + ": key '" + o.key + "' is longer than " + std::to_string(sizeof(p.key) - 1) +
+                     " characters");
+  }
+  p.ndev = o.ndev;
+  std::copy(o.key.begin(), o.key.end(), p.key);
+  return p;
+}
+
+// MXNet's attributes (defaults eps 1e-3, momentum 0.9, fix_gamma true, ndev 1, key ""):
+// output_mean_var changes no result and is ignored.
+Params sync_parse(const AttrList& attrs) {
+  AttrReader a("_contrib_SyncBatchNorm", attrs);
+  nd::contrib::SyncBatchNormOptions o;
+  o.eps = a.real("eps", 1e-3);
+  o.momentum = a.real("momentum", 0.9);
+  o.fix_gamma = a.boolean("fix_gamma", true);
+  o.use_global_stats = a.boolean("use_global_stats", false);
+  o.ndev = static_cast<int>(a.integer("ndev", 1));
+  o.key = a.text("key", "");
+  a.ignore({"output_mean_var"});
+  a.finish();
+  return sync_batch_norm_params(o, !o.use_global_stats);
+}
+
+const OpDef& sync_backward_op() {
+  static const OpDef def{"_backward_contrib_SyncBatchNorm", &sync_backward_infer, &sync_backward_cpu,
+                         NDG_GPU_KERNEL(gpu::sync_batch_norm_backward), nullptr, &sync_attrs, &sync_parse};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+std::vector<NDArray> sync_gradient(const Invocation& inv, const std::vector<NDArray>& out_grads) {
+  auto grads = invoke(sync_backward_op(),
+                      {out_grads[0], inv.inputs[0], inv.inputs[1], inv.outputs[1], inv.outputs[2]}, inv.params);
+  return {grads[0], grads[1], grads[2], NDArray(), NDArray()};
+}
+
+bool sync_mode(Params& params, bool training) {
+  SyncBatchNormParams p = params.as<SyncBatchNormParams>();
+  p.bn.training = training && !p.bn.use_global_stats;
+  params = p;
+  return true;
+}
+
+const OpDef& sync_batch_norm_op() {
+  static const OpDef def = [] {
+    OpDef d{"_contrib_SyncBatchNorm", &sync_infer, &sync_cpu, NDG_GPU_KERNEL(gpu::sync_batch_norm),
+            &sync_gradient, &sync_attrs, &sync_parse, false, &sync_mode};
+    d.written_inputs = 1u << 3 | 1u << 4;  // moving_mean, moving_var
+    return d;
+  }();
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+[[maybe_unused]] const bool family_registered = (batch_norm_op(), backward_op(), sync_batch_norm_op(), sync_backward_op(), true);
 
 }  // namespace
 }  // namespace mx::op
@@ -243,3 +351,18 @@ NDArray BatchNorm(const NDArray& data, const NDArray& gamma, const NDArray& beta
 }
 
 }  // namespace mx::nd
+
+namespace mx::nd::contrib {
+
+NDArray SyncBatchNorm(const NDArray& data, const NDArray& gamma, const NDArray& beta, NDArray moving_mean,
+                      NDArray moving_var, const SyncBatchNormOptions& o) {
+  const char* op = "_contrib_SyncBatchNorm";
+  for (const NDArray* a : {&data, &gamma, &beta, static_cast<const NDArray*>(&moving_mean),
+                           static_cast<const NDArray*>(&moving_var)}) {
+    detail::check_not_none(op, *a);
+  }
+  const op::SyncBatchNormParams p = op::sync_batch_norm_params(o, autograd::is_training() && !o.use_global_stats);
+  return op::invoke(op::sync_batch_norm_op(), {data, gamma, beta, moving_mean, moving_var}, p)[0];
+}
+
+}  // namespace mx::nd::contrib

@@ -108,6 +108,14 @@ struct BatchNormParams {
 // bfloat16 data, x's own otherwise.
 constexpr DType batch_norm_param_dtype(DType x) { return is_half(x) ? DType::float32 : x; }
 
+// _contrib_SyncBatchNorm: BatchNorm on axis 1 whose batch statistics (and the sums its data
+// gradient needs) are taken over the ndev GPUs that run it with the same key at each step.
+struct SyncBatchNormParams {
+  BatchNormParams bn;
+  int ndev = 1;
+  char key[80] = {};  // MXNet's key: the layer's name (NUL-terminated)
+};
+
 // --- element functions shared by the CPU loops and the CUDA kernels ------------------------------
 
 // i's coordinates in a 3-D extent. I is the index type: the GPU kernels use 32 bits where every
@@ -328,6 +336,8 @@ void pooling(const ExecContext& ec, const Invocation& inv);
 void pooling_backward(const ExecContext& ec, const Invocation& inv);
 void batch_norm(const ExecContext& ec, const Invocation& inv);
 void batch_norm_backward(const ExecContext& ec, const Invocation& inv);
+void sync_batch_norm(const ExecContext& ec, const Invocation& inv);
+void sync_batch_norm_backward(const ExecContext& ec, const Invocation& inv);
 }  // namespace gpu
 
 }  // namespace mx::op

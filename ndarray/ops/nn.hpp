@@ -139,3 +139,26 @@ NDArray BatchNorm(const NDArray& data, const NDArray& gamma, const NDArray& beta
                   NDArray moving_var, const BatchNormOptions& options = {});
 
 }  // namespace mx::nd
+
+namespace mx::nd::contrib {
+
+struct SyncBatchNormOptions {
+  double eps = 1e-3;
+  double momentum = 0.9;
+  bool fix_gamma = true;
+  bool use_global_stats = false;
+  int ndev = 1;         // the GPUs that run the op with this key at each step
+  std::string key = ""; // names the group: one per layer (gluon's SyncBatchNorm gives its name)
+};
+
+// BatchNorm on axis 1 whose batch statistics are those of the whole batch spread over ndev GPUs,
+// as mx.nd.contrib.SyncBatchNorm: each of the ndev GPUs calls it with the same key once per step
+// (in training, forward and backward), in the same order as the other layers with keys; their
+// streams wait for each other, the host does not. On cpu(0), or with ndev = 1, it is
+// BatchNorm(axis=1). mx::ValueError for ndev < 1, ndev > 1 in training on a CPU, a key longer than
+// 79 characters, and BatchNorm's errors; mx::DeviceError when a GPU of the group waited more
+// than NDG_EXCHANGE_TIMEOUT seconds (60) for the others at an earlier step.
+NDArray SyncBatchNorm(const NDArray& data, const NDArray& gamma, const NDArray& beta, NDArray moving_mean,
+                      NDArray moving_var, const SyncBatchNormOptions& options = {});
+
+}  // namespace mx::nd::contrib

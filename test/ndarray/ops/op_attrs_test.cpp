@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -95,6 +96,11 @@ std::map<std::string, std::vector<op::Params>> representatives() {
   bn.fix_gamma = false;
   bn.use_global_stats = true;
   bn.training = false;
+  op::SyncBatchNormParams sync;
+  sync.bn = bn;
+  sync.bn.axis = 1;
+  sync.ndev = 4;
+  std::snprintf(sync.key, sizeof(sync.key), "%s", "syncbatchnorm0_");
   op::FullyConnectedParams fc7;
   fc7.num_hidden = 7;
   op::FullyConnectedParams fc;
@@ -128,6 +134,7 @@ std::map<std::string, std::vector<op::Params>> representatives() {
       {"Deconvolution", {deconv, deconv_target}},
       {"Pooling", {avg, global, op::PoolingParams{}}},
       {"BatchNorm", {bn, op::BatchNormParams{}}},
+      {"_contrib_SyncBatchNorm", {sync, op::SyncBatchNormParams{}}},
       {"FullyConnected", {fc, fc7}},
       {"Dropout", {op::DropoutParams{0.25, true}, op::DropoutParams{0.5, false}}},
       {"softmax", softmax},
@@ -162,6 +169,7 @@ std::map<std::string, std::vector<op::Params>> representatives() {
   }
   r["_backward_Pooling"] = r["Pooling"];
   r["_backward_BatchNorm"] = r["BatchNorm"];
+  r["_backward_contrib_SyncBatchNorm"] = r["_contrib_SyncBatchNorm"];
   for (const mx::ReduceOp reduce : {mx::ReduceOp::sum, mx::ReduceOp::max, mx::ReduceOp::min, mx::ReduceOp::argmax,
                                     mx::ReduceOp::argmin}) {
     r[mx::op_name(reduce)] = {op::ReduceParams{reduce, -2, true, true}, op::ReduceParams{reduce, 0, false, false}};
