@@ -29,6 +29,7 @@
 #include <gluon/trainer.hpp>
 
 #include <ndarray/ops/linalg_kernels.hpp>
+#include <ndarray/ops/cpu_team.hpp>
 
 #include "bench/bench_util.hpp"
 #include "bench/peer_cli.hpp"
@@ -179,8 +180,9 @@ int main(int argc, char** argv) {
   const bool have_gpu = !cpu_only && mx::num_gpus() > 0;
   const mx::Context gpu0 = mx::gpu(0), cpu0 = mx::cpu(0);
   std::printf("device: %s, hybridize: ndgluon eager and hybridized vs PyTorch eager and CUDA graph; "
-              "cpu(0) rows on %u hardware threads\n",
-              have_gpu ? mx::gpu_name(0).c_str() : cpu_only ? "cpu(0) rows only (--cpu-only)" : "no GPU (cpu(0) rows only)", std::thread::hardware_concurrency());
+              "cpu(0) rows on %u hardware threads, a team of %d\n",
+              have_gpu ? mx::gpu_name(0).c_str() : cpu_only ? "cpu(0) rows only (--cpu-only)" : "no GPU (cpu(0) rows only)",
+              std::thread::hardware_concurrency(), mx::op::cpu_team());
   std::vector<bench::Row> rows;
 
   if (have_gpu) {

@@ -27,12 +27,12 @@ namespace {
 using nd::NDArray;
 
 std::atomic<bool> cpu_gemm_split{true};
-std::atomic<int> cpu_gemm_threads{0};  // 0: omp_get_max_threads()
+std::atomic<int> cpu_gemm_threads{0};  // 0: cpu_team()
 
 // The threads a split product may use (set_cpu_gemm_threads, else the team's).
 int gemm_team() {
   const int threads = cpu_gemm_threads.load(std::memory_order_relaxed);
-  return threads > 0 ? threads : omp_get_max_threads();
+  return threads > 0 ? threads : cpu_team();
 }
 
 // One product c = alpha * op(a) · op(b) + beta * c of m x n, leading dimensions as given.
@@ -137,7 +137,7 @@ void cpu_gemm(DType dt, const GemmArgs& g, const void* a, const void* b, void* c
   if (g.batch > 1 && threads > 1 && split_products() && g.batch * g.m * g.n * g.k >= (std::int64_t{1} << 20)) {
     const std::pair<std::int64_t, std::int64_t> grid = gemm_grid(g.m, g.n, g.k, threads);
     if (grid.first * grid.second == 1) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads)
       for (std::int64_t i = 0; i < g.batch; ++i) {
         blas_gemm(dt, g, g.m, g.n, static_cast<const char*>(a) + i * g.m * g.k * size, lda,
                   static_cast<const char*>(b) + i * g.k * g.n * size, ldb, static_cast<char*>(c) + i * g.m * g.n * size,

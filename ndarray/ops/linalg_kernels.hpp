@@ -30,7 +30,7 @@ void gemm(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, 
 // bench/ compares); returns whether they were split. openblas_threading() names the build the
 // loader found: "openmp", "pthread" or "sequential"; openblas_threads() is its thread count.
 bool set_cpu_gemm_split(bool split);
-// The threads a split product uses (0, the default: omp_get_max_threads()); returns the previous.
+// The threads a split product uses (0, the default: the CPU loops' team, cpu_team()); returns the previous.
 int set_cpu_gemm_threads(int threads);
 std::string openblas_threading();
 int openblas_threads();

@@ -9,6 +9,8 @@
 
 #include <omp.h>
 
+#include "ndarray/ops/cpu_team.hpp"
+
 namespace mx::op {
 
 inline constexpr std::int64_t kParallelThreshold = 1 << 15;
@@ -20,7 +22,7 @@ void parallel_for(std::int64_t n, Body&& body, std::int64_t work = -1) {
     for (std::int64_t i = 0; i < n; ++i) body(i);
     return;
   }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(cpu_team())
   for (std::int64_t i = 0; i < n; ++i) body(i);
 }
 
@@ -32,7 +34,7 @@ void parallel_for_simd(std::int64_t n, Body&& body) {
     for (std::int64_t i = 0; i < n; ++i) body(i);
     return;
   }
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) num_threads(cpu_team())
   for (std::int64_t i = 0; i < n; ++i) body(i);
 }
 
@@ -51,7 +53,7 @@ inline void parallel_memcpy(void* dst, const void* src, std::size_t bytes) {
     return;
   }
   const auto chunks = static_cast<std::int64_t>((bytes + kChunk - 1) / kChunk);
-  const int threads = std::min<int>(kCopyThreads, omp_get_max_threads());
+  const int threads = std::min<int>(kCopyThreads, cpu_team());
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::size_t offset = static_cast<std::size_t>(c) * kChunk;

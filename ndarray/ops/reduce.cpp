@@ -45,7 +45,7 @@ void sum_all_loop(const T* in, T* out, std::int64_t n) {
   if (n < kParallelThreshold) {
     for (std::int64_t i = 0; i < n; ++i) total += in[i];
   } else {
-#pragma omp parallel for reduction(+ : total) schedule(static)
+#pragma omp parallel for reduction(+ : total) schedule(static) num_threads(cpu_team())
     for (std::int64_t i = 0; i < n; ++i) total += in[i];
   }
   *out = static_cast<T>(total);

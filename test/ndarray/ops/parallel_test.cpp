@@ -1,0 +1,76 @@
+// The CPU loops' team (ndarray/ops/parallel.hpp): its cap read from forged /sys trees (a cgroup
+// quota, hyperthreaded cores, both, neither), and OMP_NUM_THREADS winning over the cap.
+#include "test/support/boost_test.hpp"
+#include "test/support/files.hpp"
+
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "ndarray/ops/cpu_team.hpp"
+
+namespace {
+
+// cpu<i>/topology of `cores` cores with `threads` hardware threads each, numbered as Linux numbers
+// hyperthreads (cpu i and cpu i + cores share core i), on one package.
+void forge_topology(const ndg_test::TempDir& root, int cores, int threads) {
+  for (int t = 0; t < threads; ++t) {
+    for (int c = 0; c < cores; ++c) {
+      const std::string dir = root.file("sys/devices/system/cpu/cpu" + std::to_string(t * cores + c) + "/topology");
+      std::filesystem::create_directories(dir);
+      ndg_test::write_bytes(dir + "/physical_package_id", "0\n");
+      ndg_test::write_bytes(dir + "/core_id", std::to_string(c) + "\n");
+    }
+  }
+}
+
+void forge_quota(const ndg_test::TempDir& root, const std::string& cpu_max) {
+  std::filesystem::create_directories(root.file("sys/fs/cgroup"));
+  ndg_test::write_bytes(root.file("sys/fs/cgroup/cpu.max"), cpu_max);
+}
+
+std::vector<int> first(int n) {
+  std::vector<int> cpus;
+  for (int i = 0; i < n; ++i) cpus.push_back(i);
+  return cpus;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cpu_team)
+
+BOOST_AUTO_TEST_CASE(one_thread_per_physical_core) {
+  const ndg_test::TempDir root;
+  forge_topology(root, 16, 2);
+  BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(32)) == 16);
+  BOOST_TEST(mx::op::cpu_team_cap(root.str(), {0, 16, 1}) == 2);  // two threads of core 0, one of core 1
+}
+
+BOOST_AUTO_TEST_CASE(the_cgroup_quota_rounded_up) {
+  const ndg_test::TempDir root;
+  forge_topology(root, 32, 1);
+  forge_quota(root, "1550000 100000\n");  // 15.5 CPUs
+  BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(32)) == 16);
+  forge_quota(root, "max 100000\n");
+  BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(32)) == 32);
+  forge_quota(root, "50000 100000\n");  // half a CPU: still one thread
+  BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(32)) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(no_cap_without_quota_or_topology) {
+  const ndg_test::TempDir root;
+  BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(8)) == INT_MAX);
+  forge_topology(root, 2, 1);  // cpus 2.. have no topology: unreadable, no cap from it
+  BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(8)) == INT_MAX);
+}
+
+BOOST_AUTO_TEST_CASE(omp_num_threads_wins) {
+  // The suites run with OMP_NUM_THREADS=2 (test/meson.build): the team is OpenMP's, uncapped.
+  const char* threads = std::getenv("OMP_NUM_THREADS");
+  if (threads == nullptr) return;
+  BOOST_TEST(mx::op::cpu_team() == std::atoi(threads));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
