@@ -21,6 +21,7 @@
 
 #include "context/error.hpp"
 #include "cuda/check.hpp"
+#include "cuda/device_exchange.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
 
 namespace mx::cuda {
@@ -438,11 +439,13 @@ std::unique_ptr<Plan> choose_plan(const op::ExecContext& ec, cudnnHandle_t handl
     std::fprintf(stderr, "ndgluon cudnn:   no operation graph: %s\n", cudnnGetErrorString(graph->status()));
   }
 
-  // Timing synchronises the stream, which a stream being captured into a CUDA graph must not do:
-  // there the heuristics' first candidate is taken untimed.
+  // Timing synchronises the stream, which a stream being captured into a CUDA graph must not do,
+  // nor one that may be waiting for another GPU (Note [in-stream exchange between GPUs]: the host
+  // would wait for a GPU that waits for work the host has not queued yet): there the heuristics'
+  // first candidate is taken untimed.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   NDG_CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(ec.stream), &capture));
-  const bool capturing = capture != cudaStreamCaptureStatusNone;
+  const bool capturing = capture != cudaStreamCaptureStatusNone || exchanges_in_use();
   std::size_t best = capturing ? 0 : plans.size();  // plans.size(): none
   float best_ms = std::numeric_limits<float>::infinity();
   for (std::size_t i = 0; !capturing && i < plans.size(); ++i) {

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -57,7 +58,11 @@ unsigned long long timeout_ns() {
   return static_cast<unsigned long long>((seconds > 0 ? seconds : 60.0) * 1e9);
 }
 
+std::atomic<bool> in_use{false};
+
 }  // namespace
+
+bool exchanges_in_use() { return in_use.load(std::memory_order_relaxed); }
 
 ExchangeView exchange_view(const std::string& key, int ranks, std::int64_t length, int device, const char* op) {
   static std::mutex mutex;
@@ -73,6 +78,7 @@ ExchangeView exchange_view(const std::string& key, int ranks, std::int64_t lengt
     g.view.timeout_ns = timeout_ns();
     g.view.ranks = ranks;
     g.view.length = length;
+    in_use.store(true, std::memory_order_relaxed);
   }
   if (*reinterpret_cast<volatile unsigned int*>(g.view.failed) != 0) {
     throw DeviceError(name + ": a GPU of the group waited more than " + std::to_string(g.view.timeout_ns / 1e9) +

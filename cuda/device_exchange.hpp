@@ -40,6 +40,10 @@ struct ExchangeView {
 // and key when the group timed out before, or when a GPU beyond `ranks` joins it.
 ExchangeView exchange_view(const std::string& key, int ranks, std::int64_t length, int device, const char* op);
 
+// Whether a group of several GPUs was made: from then on the host must never wait for a GPU's
+// stream in the middle of a step (cuDNN's autotuning takes its first candidate untimed).
+bool exchanges_in_use();
+
 #ifdef __CUDACC__
 __device__ inline unsigned long long exchange_round(const ExchangeView& v) {
   return *reinterpret_cast<volatile unsigned long long*>(v.published + v.rank) + 1;

@@ -12,8 +12,8 @@ namespace tutorial {
 // sigmoid after each convolution and hidden Dense layer, average pooling.
 // BN-LeNet (batch_norm): no padding, and BatchNorm before each of those sigmoids:
 // (batch, 1, 28, 28) -> (6, 24, 24) -> (6, 12, 12) -> (16, 8, 8) -> (16, 4, 4) -> 120 -> 84 -> 10.
-// sync_batch_norm: SyncBatchNorm layers, whose statistics are the whole batch's on every GPU of a
-// data-parallel step (on one context the same as BatchNorm).
+// sync_batch_norm: contrib::nn::SyncBatchNorm layers (on one context the same as BatchNorm; across
+// GPUs not yet usable in this tutorial, see gluon/contrib/nn/sync_batch_norm.hpp).
 inline mx::gluon::nn::Sequential lenet(bool batch_norm = false, bool sync_batch_norm = false) {
   namespace nn = mx::gluon::nn;
   nn::Sequential net;
