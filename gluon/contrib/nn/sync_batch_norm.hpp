@@ -10,10 +10,12 @@
 //   contrib::nn::SyncBatchNorm()                          // ndev: the contexts it was initialised on
 //   contrib::nn::SyncBatchNorm({.in_channels = 16}, 2)
 //
-// Status: on 2 H200 the layer's data-parallel steps match one context (test/gluon), but the op's
-// float64 case with uneven slices (test/ndarray/ops/sync_batch_norm_test.cpp) still gives wrong
-// values for channel 0 of gpu(0), and BN-LeNet on 2 GPUs does not finish its 10 epochs within
-// 100 s: not yet for production use across GPUs.
+// Status: on 2 H200 the layer's data-parallel steps match one context (test/gluon), but a GPU's
+// exchange can wait for the other until NDG_EXCHANGE_TIMEOUT when the host, meanwhile, launches a
+// kernel on that GPU for the first time in the process (CUDA's lazy module loading may then
+// synchronise the context: the likeliest cause, not yet confirmed), and after a timeout the
+// statistics are wrong. BN-LeNet on 2 GPUs did not finish its 10 epochs within 100 s so. Not yet
+// for use across GPUs.
 //
 // num_devices 0 (MXNet's None) takes the number of contexts the parameters live on, where MXNet
 // takes every GPU of the machine. In prediction (outside record() / train_mode) it normalises by
