@@ -376,11 +376,15 @@ std::shared_ptr<CachedGraph> Block::trace_forward(const nd::NDArray& x, bool rec
       for (const nd::NDArray& a : param.list_data()) restore.saved.emplace_back(a, a.copy());
     }
   }
+  // A parameter, or a reshaped view of one (PReLU's slopes as (1, C, 1, 1)), which the trace then
+  // reads through a Reshape node.
   const auto name_of = [&](const nd::NDArray& a) -> std::optional<graph::Named> {
     for (const auto& [key, param] : params) {
       if (!param.is_initialized()) continue;
       for (const nd::NDArray& d : param.list_data()) {
-        if (d.is(a)) return graph::Named{param.name(), d};
+        const bool reshaped = a.is_contiguous() && d.is_contiguous() && a.data() == d.data() &&
+                              a.size() == d.size() && a.dtype() == d.dtype();
+        if (d.is(a) || reshaped) return graph::Named{param.name(), d};
       }
     }
     return std::nullopt;

@@ -17,6 +17,29 @@
 //    private:
 //     nn::Dense hidden_, out_;
 //   };
+//
+// A residual block (D2L 7.6's Residual, ResNet's BasicBlock) is such a subclass: its body's layers
+// are children, and forward adds the input back. hybridize() traces it like any block, the add
+// included (test/gluon/containers_test.cpp trains one eagerly and hybridized):
+//
+//   class Residual : public mx::gluon::Block {
+//    public:
+//     explicit Residual(std::int64_t channels)
+//         : Block("residual"),
+//           conv1_(register_child(nn::Conv2D(channels, 3, {.padding = 1}), "conv1")),
+//           bn1_(register_child(nn::BatchNorm(), "bn1")),
+//           conv2_(register_child(nn::Conv2D(channels, 3, {.padding = 1}), "conv2")),
+//           bn2_(register_child(nn::BatchNorm(), "bn2")) {}
+//     nd::NDArray forward(const nd::NDArray& x) override {
+//       const nd::NDArray y = nd::unary(mx::UnaryOp::relu, bn1_(conv1_(x)));
+//       return nd::unary(mx::UnaryOp::relu, bn2_(conv2_(y)) + x);
+//     }
+//    private:
+//     nn::Conv2D conv1_;
+//     nn::BatchNorm bn1_;
+//     nn::Conv2D conv2_;
+//     nn::BatchNorm bn2_;
+//   };
 #include <cstddef>
 #include <memory>
 #include <string>
