@@ -1,0 +1,46 @@
+#include "gluon/model_zoo/vision.hpp"
+
+#include <functional>
+#include <map>
+
+namespace mx::gluon::model_zoo::vision {
+namespace {
+
+using Maker = std::function<std::shared_ptr<Block>(const ModelOptions&)>;
+
+const std::map<std::string, Maker>& makers() {
+  static const std::map<std::string, Maker> m = [] {
+    std::map<std::string, Maker> all;
+    for (int version : {1, 2}) {
+      for (int layers : {18, 34, 50, 101, 152}) {
+        all["resnet" + std::to_string(layers) + "_v" + std::to_string(version)] = [version, layers](const ModelOptions& o) {
+          return std::make_shared<ResNet>(version, layers, o.classes, o.thumbnail);
+        };
+      }
+    }
+    return all;
+  }();
+  return m;
+}
+
+}  // namespace
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, maker] : makers()) names.push_back(name);
+  return names;
+}
+
+std::shared_ptr<Block> get_model(const std::string& name, const ModelOptions& options) {
+  const auto it = makers().find(name);
+  if (it == makers().end()) {
+    std::string known;
+    for (const std::string& n : model_names()) known += (known.empty() ? "" : ", ") + n;
+    throw ValueError("model_zoo::vision::get_model: unknown model '" + name + "'; the models are " + known);
+  }
+  std::shared_ptr<Block> net = it->second(options);
+  if (!options.pretrained.empty()) net->load_parameters(options.pretrained, options.ctx);
+  return net;
+}
+
+}  // namespace mx::gluon::model_zoo::vision
