@@ -18,6 +18,14 @@ const std::map<std::string, Maker>& makers() {
         };
       }
     }
+    all["alexnet"] = [](const ModelOptions& o) { return std::make_shared<AlexNet>(o.classes); };
+    for (int layers : {11, 13, 16, 19}) {
+      for (bool bn : {false, true}) {
+        all["vgg" + std::to_string(layers) + (bn ? "_bn" : "")] = [layers, bn](const ModelOptions& o) {
+          return std::make_shared<VGG>(layers, o.classes, bn);
+        };
+      }
+    }
     return all;
   }();
   return m;

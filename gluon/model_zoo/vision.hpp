@@ -8,7 +8,8 @@
 //   auto small = vision::get_model("resnet18_v1", {.classes = 10, .thumbnail = true});
 //   small->initialize(mx::init::Xavier(), {mx::gpu(0)});
 //
-// Models so far: resnet18/34/50/101/152 in _v1 and _v2 (vision/resnet.hpp). pretrained is a path
+// Models so far: resnet18/34/50/101/152 in _v1 and _v2 (vision/resnet.hpp), alexnet, vgg11/13/16/19
+// and their _bn (vision/vgg.hpp). pretrained is a path
 // (nothing is downloaded): load_parameters onto ctx, as MXNet's pretrained=True does from its
 // cache; a file whose names or shapes differ throws load_parameters' typed errors.
 #include <memory>
@@ -17,6 +18,7 @@
 
 #include "gluon/block.hpp"
 #include "gluon/model_zoo/vision/resnet.hpp"
+#include "gluon/model_zoo/vision/vgg.hpp"
 
 namespace mx::gluon::model_zoo::vision {
 

@@ -7,6 +7,7 @@
 #include "test/support/contexts.hpp"
 #include "test/support/files.hpp"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -19,10 +20,10 @@ using ndg_test::check_close;
 
 namespace {
 
-// The structural names and shapes save_parameters writes, after a forward that completes the
-// deferred shapes.
-std::map<std::string, mx::Shape> saved_shapes(mx::gluon::Block& net, mx::Context ctx) {
-  net(nd::ones({1, 3, 32, 32}, ctx));
+// The structural names and shapes save_parameters writes, after a forward of a size x size image
+// that completes the deferred shapes.
+std::map<std::string, mx::Shape> saved_shapes(mx::gluon::Block& net, mx::Context ctx, std::int64_t size = 32) {
+  net(nd::ones({1, 3, size, size}, ctx));
   const ndg_test::TempDir dir;
   net.save_parameters(dir.file("net.params"));
   std::map<std::string, mx::Shape> shapes;
@@ -98,6 +99,35 @@ BOOST_AUTO_TEST_CASE(resnet_v2_names) {
   BOOST_TEST(net->collect_params()[net->collect_params().keys()[0]].grad_req() == "null");
 }
 
+BOOST_AUTO_TEST_CASE(alexnet_and_vgg_have_mxnet_names_and_torchvision_sizes) {
+  auto alexnet = vision::get_model("alexnet");
+  alexnet->initialize(mx::init::Xavier(), {mx::cpu()});
+  auto shapes = saved_shapes(*alexnet, mx::cpu(), 224);
+  BOOST_TEST(shapes.at("features.0.weight") == mx::Shape({64, 3, 11, 11}));
+  BOOST_TEST(shapes.at("features.2.weight") == mx::Shape({192, 64, 5, 5}));
+  BOOST_TEST(shapes.at("features.9.weight") == mx::Shape({4096, 9216}));
+  BOOST_TEST(shapes.at("features.11.weight") == mx::Shape({4096, 4096}));
+  BOOST_TEST(shapes.at("output.weight") == mx::Shape({1000, 4096}));
+  BOOST_TEST(trainable(*alexnet) == 61100840);  // torchvision's alexnet
+  auto vgg11 = vision::get_model("vgg11", {.classes = 10});
+  vgg11->initialize(mx::init::Xavier(), {mx::cpu()});
+  shapes = saved_shapes(*vgg11, mx::cpu(), 32);  // 32x32 pools to 1x1: the first Dense takes 512
+  BOOST_TEST(shapes.at("features.0.weight") == mx::Shape({64, 3, 3, 3}));
+  BOOST_TEST(shapes.at("features.18.weight") == mx::Shape({512, 512, 3, 3}));
+  BOOST_TEST(shapes.at("features.21.weight") == mx::Shape({4096, 512}));
+  BOOST_TEST(shapes.at("output.weight") == mx::Shape({10, 4096}));
+  // torchvision's vgg11 (224x224, 1000 classes) less the first Dense's inputs 25088 - 512 and
+  // the 990 classes' weights and biases.
+  BOOST_TEST(trainable(*vgg11) == 132863336 - 4096 * (25088 - 512) - 990 * 4097);
+  // vgg16_bn: a BatchNorm after each of the 13 convolutions, so the first Dense is features.44.
+  std::vector<std::string> names;
+  for (const auto& [name, param] : vision::get_model("vgg16_bn")->structural_params()) names.push_back(name);
+  for (const std::string name : {"features.0.weight", "features.1.gamma", "features.1.running_var", "features.3.weight",
+                                 "features.44.weight", "features.46.bias", "output.weight"}) {
+    BOOST_TEST(std::count(names.begin(), names.end(), name) == 1, name << " among vgg16_bn's names");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(forward_shapes_and_pretrained_files) {
   ndg_test::for_each_context([](mx::Context ctx) {
     for (const std::string name : {"resnet18_v1", "resnet18_v2"}) {
@@ -129,7 +159,8 @@ BOOST_AUTO_TEST_CASE(unknown_models_and_options_are_value_errors) {
   NDG_CHECK_THROWS_WITH(vision::get_model("resnet18_v1", {.classes = 0}), mx::ValueError, "classes");
   NDG_CHECK_THROWS_WITH(vision::get_model("resnet18_v1", {.pretrained = "/nonexistent/r.params"}), mx::FileError,
                         "/nonexistent/r.params");
-  BOOST_TEST(vision::model_names().size() == 10u);
+  NDG_CHECK_THROWS_WITH(vision::VGG(12), mx::ValueError, "12 layers", "11, 13, 16 and 19");
+  BOOST_TEST(vision::model_names().size() == 19u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
