@@ -2,6 +2,8 @@
 
 #include <functional>
 #include <map>
+#include <utility>
+#include <vector>
 
 namespace mx::gluon::model_zoo::vision {
 namespace {
@@ -17,6 +19,14 @@ const std::map<std::string, Maker>& makers() {
           return std::make_shared<ResNet>(version, layers, o.classes, o.thumbnail);
         };
       }
+    }
+    // MXNet's names: mobilenet1.0, mobilenet0.75, ...; mobilenetv2_1.0, ...
+    for (const auto& [suffix, multiplier] : std::vector<std::pair<std::string, double>>{
+             {"1.0", 1.0}, {"0.75", 0.75}, {"0.5", 0.5}, {"0.25", 0.25}}) {
+      all["mobilenet" + suffix] = [m = multiplier](const ModelOptions& o) { return std::make_shared<MobileNet>(m, o.classes); };
+      all["mobilenetv2_" + suffix] = [m = multiplier](const ModelOptions& o) {
+        return std::make_shared<MobileNetV2>(m, o.classes);
+      };
     }
     all["alexnet"] = [](const ModelOptions& o) { return std::make_shared<AlexNet>(o.classes); };
     for (int layers : {11, 13, 16, 19}) {

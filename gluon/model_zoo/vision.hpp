@@ -9,7 +9,8 @@
 //   small->initialize(mx::init::Xavier(), {mx::gpu(0)});
 //
 // Models so far: resnet18/34/50/101/152 in _v1 and _v2 (vision/resnet.hpp), alexnet, vgg11/13/16/19
-// and their _bn (vision/vgg.hpp). pretrained is a path
+// and their _bn (vision/vgg.hpp), mobilenet1.0/0.75/0.5/0.25 and mobilenetv2_1.0/0.75/0.5/0.25
+// (vision/mobilenet.hpp). pretrained is a path
 // (nothing is downloaded): load_parameters onto ctx, as MXNet's pretrained=True does from its
 // cache; a file whose names or shapes differ throws load_parameters' typed errors.
 #include <memory>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "gluon/block.hpp"
+#include "gluon/model_zoo/vision/mobilenet.hpp"
 #include "gluon/model_zoo/vision/resnet.hpp"
 #include "gluon/model_zoo/vision/vgg.hpp"
 

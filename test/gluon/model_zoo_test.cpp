@@ -128,6 +128,38 @@ BOOST_AUTO_TEST_CASE(alexnet_and_vgg_have_mxnet_names_and_torchvision_sizes) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(mobilenets_have_mxnet_names_and_keras_sizes) {
+  auto v1 = vision::get_model("mobilenet1.0");
+  v1->initialize(mx::init::Xavier(), {mx::cpu()});
+  auto shapes = saved_shapes(*v1, mx::cpu());
+  BOOST_TEST(shapes.at("features.0.weight") == mx::Shape({32, 3, 3, 3}));
+  BOOST_TEST(shapes.at("features.3.weight") == mx::Shape({32, 1, 3, 3}));  // the first depthwise convolution
+  BOOST_TEST(shapes.at("features.6.weight") == mx::Shape({64, 32, 1, 1}));
+  BOOST_TEST(shapes.at("output.weight") == mx::Shape({1000, 1024}));
+  BOOST_TEST(shapes.count("features.0.bias") == 0u);
+  BOOST_TEST(trainable(*v1) == 4231976);  // Keras's MobileNet 1.0: the same layers
+  auto v2 = vision::get_model("mobilenetv2_1.0");
+  v2->initialize(mx::init::Xavier(), {mx::cpu()});
+  shapes = saved_shapes(*v2, mx::cpu());
+  BOOST_TEST(shapes.at("features.3.out.0.weight") == mx::Shape({32, 32, 1, 1}));
+  BOOST_TEST(shapes.at("features.3.out.3.weight") == mx::Shape({32, 1, 3, 3}));
+  BOOST_TEST(shapes.at("features.3.out.6.weight") == mx::Shape({16, 32, 1, 1}));
+  BOOST_TEST(shapes.at("features.4.out.0.weight") == mx::Shape({96, 16, 1, 1}));
+  BOOST_TEST(shapes.at("features.20.weight") == mx::Shape({1280, 320, 1, 1}));
+  BOOST_TEST(shapes.at("output.0.weight") == mx::Shape({1000, 1280, 1, 1}));
+  // Keras's MobileNetV2 1.0 (3,504,872) less its classifier's 1000 biases (MXNet's is a 1x1
+  // convolution without bias), plus the first block's expansion (a 32x32 convolution and its
+  // BatchNorm, 1024 + 64) that Keras leaves out where the expansion is 1.
+  BOOST_TEST(trainable(*v2) == 3504872 - 1000 + 1088);
+  ndg_test::for_each_context([](mx::Context ctx) {
+    for (const std::string name : {"mobilenet0.25", "mobilenetv2_0.25"}) {
+      auto net = vision::get_model(name, {.classes = 10});
+      net->initialize(mx::init::Xavier(), {ctx});
+      BOOST_TEST((*net)(ndg_test::random_array({2, 3, 32, 32}, ctx, 13)).shape() == mx::Shape({2, 10}), name);
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(forward_shapes_and_pretrained_files) {
   ndg_test::for_each_context([](mx::Context ctx) {
     for (const std::string name : {"resnet18_v1", "resnet18_v2"}) {
@@ -160,7 +192,8 @@ BOOST_AUTO_TEST_CASE(unknown_models_and_options_are_value_errors) {
   NDG_CHECK_THROWS_WITH(vision::get_model("resnet18_v1", {.pretrained = "/nonexistent/r.params"}), mx::FileError,
                         "/nonexistent/r.params");
   NDG_CHECK_THROWS_WITH(vision::VGG(12), mx::ValueError, "12 layers", "11, 13, 16 and 19");
-  BOOST_TEST(vision::model_names().size() == 19u);
+  NDG_CHECK_THROWS_WITH(vision::MobileNet(0), mx::ValueError, "MobileNet", "multiplier");
+  BOOST_TEST(vision::model_names().size() == 27u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
