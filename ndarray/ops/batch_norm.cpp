@@ -257,8 +257,6 @@ void sync_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
 void sync_cpu(const ExecContext&, const Invocation& inv) { batch_norm_loops(sync_params(inv).bn, inv); }
 void sync_backward_cpu(const ExecContext&, const Invocation& inv) { backward_loops(sync_params(inv).bn, inv); }
 
-void sync_backward_infer(const Invocation& inv, std::vector<OutputSpec>& out) { backward_infer(inv, out); }
-
 std::vector<std::pair<std::string, std::string>> sync_attrs(const Params& params) {
   const auto& p = params.as<SyncBatchNormParams>();
   return {{"eps", format_real(p.bn.eps)},
@@ -302,7 +300,7 @@ Params sync_parse(const AttrList& attrs) {
 }
 
 const OpDef& sync_backward_op() {
-  static const OpDef def{"_backward_contrib_SyncBatchNorm", &sync_backward_infer, &sync_backward_cpu,
+  static const OpDef def{"_backward_contrib_SyncBatchNorm", &backward_infer, &sync_backward_cpu,
                          NDG_GPU_KERNEL(gpu::sync_batch_norm_backward), nullptr, &sync_attrs, &sync_parse};
   static const OpDef& reg = register_op(def);
   return reg;
