@@ -80,6 +80,7 @@ struct CachedGraph {
 
 struct Block::Core {
   std::string prefix;
+  std::map<std::string, int> scope_counters;  // kind -> blocks named in this block's scope so far
   bool hybridized = false, static_shape = false;
   // The traced signatures' graphs, the most recently used last; at most kMaxGraphs (each holds its
   // planned buffers), the least recently used dropped first.
@@ -105,9 +106,19 @@ std::string next_prefix(const std::string& kind) {
 
 }  // namespace
 
+thread_local Block::Core* Block::current_scope_ = nullptr;
+
 Block::Block(const std::string& kind, const std::string& prefix) : core_(std::make_shared<Core>()) {
-  core_->prefix = prefix.empty() ? next_prefix(kind) : prefix;
+  if (Core* scope = current_scope_) {
+    core_->prefix = scope->prefix + (prefix.empty() ? kind + std::to_string(scope->scope_counters[kind]++) + "_" : prefix);
+  } else {
+    core_->prefix = prefix.empty() ? next_prefix(kind) : prefix;
+  }
 }
+
+Block::NameScope::NameScope(Core* core) : previous_(current_scope_) { current_scope_ = core; }
+Block::NameScope::~NameScope() { current_scope_ = previous_; }
+Block::NameScope Block::name_scope() const { return NameScope(core_.get()); }
 
 const std::string& Block::prefix() const { return core_->prefix; }
 

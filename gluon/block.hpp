@@ -40,6 +40,14 @@
 //     nn::Conv2D conv2_;
 //     nn::BatchNorm bn2_;
 //   };
+//
+// Names follow MXNet 1.x: a block gets prefix kind + a counter ("dense0_"), unique per kind in the
+// process, unless it is constructed while another block's name_scope() is held: then its prefix
+// is that block's prefix + kind + that block's own counter ("resnetv10_conv0_"), or that block's
+// prefix + an explicit prefix ("resnetv10_" + "stage1_"). Model-zoo networks built so get
+// MXNet's parameter names, which the legacy files of its model zoo are keyed by. Only blocks of
+// one kind are counted together, so the order matters only among blocks of the same kind: build
+// them one per statement (the arguments of one call are constructed in no set order).
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -61,6 +69,8 @@ namespace mx::gluon {
 struct CachedGraph;  // a traced signature's graph and executors (block.cpp)
 
 class Block {
+  struct Core;
+
  public:
   // kind names the block in parameter names: "dense" gives prefix "dense0_", "dense1_", ...
   // An explicit prefix replaces the generated one.
@@ -99,6 +109,22 @@ class Block {
 
   const std::string& prefix() const;  // "dense0_"
   std::string name() const;           // "dense0"
+
+  // MXNet's Block.name_scope(): while the returned guard lives, blocks constructed on this thread
+  // are named inside this block (see the top of this file). Guards nest; each restores the scope
+  // that was current when it was made.
+  class NameScope {
+   public:
+    NameScope(const NameScope&) = delete;
+    NameScope& operator=(const NameScope&) = delete;
+    ~NameScope();
+
+   private:
+    friend class Block;
+    explicit NameScope(Core* core);
+    Core* previous_;
+  };
+  [[nodiscard]] NameScope name_scope() const;
 
   // Initialises every parameter of this block and its children on ctx / each of ctxs. The default
   // initializer is MXNet's Uniform(0.07); parameters with their own initializer use it.
@@ -144,6 +170,13 @@ class Block {
   Parameter register_parameter(const std::string& short_name, Shape shape, init::InitializerRef init = {},
                                DType dtype = DType::float32);
   Parameter parameter(const std::string& short_name) const;
+  // make() run while this block's name_scope() is held: children built in a constructor's member
+  // initializer list are named inside this block, as under MXNet's `with self.name_scope():`.
+  template <class Make>
+  auto in_name_scope(Make&& make) const {
+    const NameScope scope = name_scope();
+    return make();
+  }
   // Registers a parameter under exactly `name`, without the prefix (SymbolBlock's, named by its file).
   Parameter register_named_parameter(const std::string& name, Shape shape, DType dtype, const std::string& grad_req);
 
@@ -158,7 +191,7 @@ class Block {
   }
 
  private:
-  struct Core;
+  static thread_local Core* current_scope_;  // the block whose name_scope() this thread holds
   nd::NDArray call_graph(const nd::NDArray& x);
   std::shared_ptr<CachedGraph> trace_forward(const nd::NDArray& x, bool recording, bool input_grad);
   std::shared_ptr<Core> core_;

@@ -36,6 +36,15 @@ const std::map<std::string, Maker>& makers() {
         };
       }
     }
+    for (int layers : {121, 161, 169, 201}) {
+      all["densenet" + std::to_string(layers)] = [layers](const ModelOptions& o) {
+        return std::make_shared<DenseNet>(layers, o.classes);
+      };
+    }
+    for (const std::string version : {"1.0", "1.1"}) {
+      all["squeezenet" + version] = [version](const ModelOptions& o) { return std::make_shared<SqueezeNet>(version, o.classes); };
+    }
+    all["inceptionv3"] = [](const ModelOptions& o) { return std::make_shared<Inception3>(o.classes); };
     return all;
   }();
   return m;

@@ -8,18 +8,26 @@
 //   auto small = vision::get_model("resnet18_v1", {.classes = 10, .thumbnail = true});
 //   small->initialize(mx::init::Xavier(), {mx::gpu(0)});
 //
-// Models so far: resnet18/34/50/101/152 in _v1 and _v2 (vision/resnet.hpp), alexnet, vgg11/13/16/19
-// and their _bn (vision/vgg.hpp), mobilenet1.0/0.75/0.5/0.25 and mobilenetv2_1.0/0.75/0.5/0.25
-// (vision/mobilenet.hpp). pretrained is a path
-// (nothing is downloaded): load_parameters onto ctx, as MXNet's pretrained=True does from its
-// cache; a file whose names or shapes differ throws load_parameters' typed errors.
+// The models, MXNet's names: resnet18/34/50/101/152 in _v1 and _v2 (vision/resnet.hpp), alexnet,
+// vgg11/13/16/19 and their _bn (vision/vgg.hpp), mobilenet1.0/0.75/0.5/0.25 and
+// mobilenetv2_1.0/0.75/0.5/0.25 (vision/mobilenet.hpp), densenet121/161/169/201
+// (vision/densenet.hpp), squeezenet1.0/1.1 (vision/squeezenet.hpp), inceptionv3 (299x299 inputs,
+// vision/inception.hpp). pretrained is a path (nothing is downloaded): load_parameters onto ctx,
+// as MXNet's pretrained=True does from its cache, with either of MXNet's key styles: structural
+// names ("features.0.weight", its files re-exported after 2018) or its older files' parameter
+// names without the model's prefix ("conv0_weight"), which match because every model is built
+// inside its name scope in MXNet's order. A file whose names or shapes differ throws
+// load_parameters' typed errors.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gluon/block.hpp"
+#include "gluon/model_zoo/vision/densenet.hpp"
+#include "gluon/model_zoo/vision/inception.hpp"
 #include "gluon/model_zoo/vision/mobilenet.hpp"
 #include "gluon/model_zoo/vision/resnet.hpp"
+#include "gluon/model_zoo/vision/squeezenet.hpp"
 #include "gluon/model_zoo/vision/vgg.hpp"
 
 namespace mx::gluon::model_zoo::vision {

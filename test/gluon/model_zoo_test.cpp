@@ -1,7 +1,8 @@
-// model_zoo::vision: ResNet's structural parameter names and shapes as MXNet 1.9's (the keys of
-// its model-zoo files), trainable sizes against independent counts (torchvision's ResNet-18 and
-// ResNet-50 have MXNet V1's layers, less V1 bottlenecks' conv biases), forward shapes, pretrained
-// files loading (and refused with typed errors), get_model's errors. On every context.
+// model_zoo::vision: structural parameter names and shapes as MXNet 1.9's (the keys of its
+// model-zoo files), full parameter names as MXNet 1.x's name scopes give them (the keys of its
+// older files, written here byte by byte and loaded), trainable sizes against independent counts
+// (torchvision's and Keras's models of the same layers), forward shapes, pretrained files loading
+// (and refused with typed errors), get_model's errors. On every context.
 #include "test/support/arrays.hpp"
 #include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
@@ -10,6 +11,8 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include <gluon/model_zoo/vision.hpp>
 #include <gluon/nn.hpp>
@@ -37,6 +40,17 @@ std::int64_t trainable(mx::gluon::Block& net) {
     if (param.grad_req() != "null") n += param.shape().numel();
   }
   return n;
+}
+
+// Each parameter's full name less the model's prefix ("stage1_conv0_weight", the key of MXNet's
+// older files) -> its structural name.
+std::map<std::string, std::string> legacy_names(const mx::gluon::Block& net) {
+  std::map<std::string, std::string> names;
+  for (const auto& [key, param] : net.structural_params()) {
+    BOOST_TEST_REQUIRE(param.name().starts_with(net.prefix()), param.name() << " under " << net.prefix());
+    names[param.name().substr(net.prefix().size())] = key;
+  }
+  return names;
 }
 
 }  // namespace
@@ -193,7 +207,174 @@ BOOST_AUTO_TEST_CASE(unknown_models_and_options_are_value_errors) {
                         "/nonexistent/r.params");
   NDG_CHECK_THROWS_WITH(vision::VGG(12), mx::ValueError, "12 layers", "11, 13, 16 and 19");
   NDG_CHECK_THROWS_WITH(vision::MobileNet(0), mx::ValueError, "MobileNet", "multiplier");
-  BOOST_TEST(vision::model_names().size() == 27u);
+  NDG_CHECK_THROWS_WITH(vision::DenseNet(122), mx::ValueError, "122 layers", "121, 161, 169 and 201");
+  NDG_CHECK_THROWS_WITH(vision::SqueezeNet("1.2"), mx::ValueError, "'1.2'", "'1.0' and '1.1'");
+  NDG_CHECK_THROWS_WITH(vision::get_model("inceptionv3", {.classes = -1}), mx::ValueError, "Inception3", "classes");
+  BOOST_TEST(vision::model_names().size() == 34u);
+}
+
+// MXNet 1.x names a block constructed inside another's name_scope() after it: the parent's
+// prefix, the kind and the parent's own counter, or the parent's prefix and an explicit prefix.
+BOOST_AUTO_TEST_CASE(name_scopes_name_blocks_as_mxnet_1x) {
+  namespace nn = mx::gluon::nn;
+  nn::Sequential outer;
+  {
+    const auto scope = outer.name_scope();
+    nn::Dense a(2);
+    nn::Dense b(3);
+    nn::Sequential stage("stage1_");
+    {
+      const auto inner = stage.name_scope();
+      nn::Dense c(4);
+      BOOST_TEST(c.prefix() == outer.prefix() + "stage1_dense0_");
+      BOOST_TEST(c.weight().name() == outer.prefix() + "stage1_dense0_weight");
+    }
+    nn::Dense d(5);
+    BOOST_TEST(a.prefix() == outer.prefix() + "dense0_");
+    BOOST_TEST(b.prefix() == outer.prefix() + "dense1_");
+    BOOST_TEST(d.prefix() == outer.prefix() + "dense2_");
+    BOOST_TEST(nn::Conv2D(1, 1).prefix() == outer.prefix() + "conv0_");  // each kind counts alone
+  }
+  const nn::Dense e(1);  // the guard is gone: a name of its own
+  BOOST_TEST(!e.prefix().starts_with(outer.prefix()));
+  const auto again = outer.name_scope();  // the scope's counters go on
+  BOOST_TEST(nn::Dense(1).prefix() == outer.prefix() + "dense3_");
+}
+
+// Every model's full parameter names, less its prefix, as MXNet 1.9 names them (its older model-zoo
+// files' keys): derived by hand from MXNet's model definitions, in the order it builds them.
+BOOST_AUTO_TEST_CASE(models_have_mxnet_1x_parameter_names) {
+  const std::map<std::string, std::map<std::string, std::string>> want{
+      {"alexnet",
+       {{"conv0_weight", "features.0.weight"}, {"conv4_bias", "features.6.bias"}, {"dense0_weight", "features.9.weight"},
+        {"dense1_bias", "features.11.bias"}, {"dense2_weight", "output.weight"}}},
+      {"vgg11",
+       {{"conv7_weight", "features.18.weight"}, {"dense0_weight", "features.21.weight"},
+        {"dense1_weight", "features.23.weight"}, {"dense2_bias", "output.bias"}}},
+      {"resnet18_v1",
+       {{"conv0_weight", "features.0.weight"}, {"batchnorm0_gamma", "features.1.gamma"},
+        {"stage1_conv0_weight", "features.4.0.body.0.weight"},
+        {"stage1_batchnorm3_running_var", "features.4.1.body.4.running_var"},
+        {"stage2_conv2_weight", "features.5.0.downsample.0.weight"},
+        {"stage2_batchnorm2_beta", "features.5.0.downsample.1.beta"}, {"stage2_conv3_weight", "features.5.1.body.0.weight"},
+        {"dense0_weight", "output.weight"}}},
+      {"resnet50_v2",
+       {{"batchnorm0_gamma", "features.0.gamma"}, {"conv0_weight", "features.1.weight"},
+        {"batchnorm1_gamma", "features.2.gamma"}, {"stage1_batchnorm0_gamma", "features.5.0.bn1.gamma"},
+        {"stage1_conv0_weight", "features.5.0.conv1.weight"}, {"stage1_conv3_weight", "features.5.0.downsample.weight"},
+        {"stage1_conv4_weight", "features.5.1.conv1.weight"}, {"batchnorm2_gamma", "features.9.gamma"},
+        {"dense0_bias", "output.bias"}}},
+      {"mobilenet1.0",
+       {{"conv0_weight", "features.0.weight"}, {"batchnorm0_gamma", "features.1.gamma"}, {"conv1_weight", "features.3.weight"},
+        {"conv26_weight", "features.78.weight"}, {"dense0_weight", "output.weight"}}},
+      {"mobilenetv2_1.0",
+       {{"features_conv0_weight", "features.0.weight"},
+        {"features_linearbottleneck0_conv0_weight", "features.3.out.0.weight"},
+        {"features_linearbottleneck16_batchnorm2_gamma", "features.19.out.7.gamma"},
+        {"features_conv1_weight", "features.20.weight"}, {"output_pred_weight", "output.0.weight"}}},
+      {"densenet121",
+       {{"conv0_weight", "features.0.weight"}, {"batchnorm0_gamma", "features.1.gamma"},
+        {"stage1_batchnorm0_gamma", "features.4.0.1.0.gamma"}, {"stage1_conv1_weight", "features.4.0.1.5.weight"},
+        {"stage1_conv2_weight", "features.4.1.1.2.weight"}, {"batchnorm1_gamma", "features.5.0.gamma"},
+        {"conv1_weight", "features.5.2.weight"}, {"conv3_weight", "features.9.2.weight"},
+        {"stage4_conv31_weight", "features.10.15.1.5.weight"}, {"batchnorm4_beta", "features.11.beta"},
+        {"dense0_weight", "output.weight"}}},
+      {"squeezenet1.0",
+       {{"conv0_weight", "features.0.weight"}, {"conv1_weight", "features.3.0.0.weight"},
+        {"conv2_weight", "features.3.1.0.0.weight"}, {"conv3_bias", "features.3.1.1.0.bias"},
+        {"conv24_weight", "features.12.1.1.0.weight"}, {"conv25_weight", "output.0.weight"}}},
+      {"inceptionv3",
+       {{"conv0_weight", "features.0.0.weight"}, {"batchnorm0_gamma", "features.0.1.gamma"},
+        {"conv4_weight", "features.5.0.weight"}, {"A1_conv0_weight", "features.7.0.0.0.weight"},
+        {"A1_conv6_weight", "features.7.3.1.0.weight"}, {"A1_batchnorm6_running_mean", "features.7.3.1.1.running_mean"},
+        {"B_conv3_weight", "features.10.1.2.0.weight"}, {"C4_conv9_weight", "features.14.3.1.0.weight"},
+        {"D_conv5_weight", "features.15.1.3.0.weight"}, {"E1_conv3_weight", "features.16.1.1.1.0.0.weight"},
+        {"E2_conv8_weight", "features.17.3.1.0.weight"}, {"dense0_weight", "output.weight"}}}};
+  for (const auto& [model, names] : want) {
+    BOOST_TEST_CONTEXT(model) {
+      const auto net = vision::get_model(model);
+      const auto have = legacy_names(*net);
+      for (const auto& [legacy, structural] : names) {
+        BOOST_TEST_CONTEXT(legacy) {
+          BOOST_TEST_REQUIRE(have.count(legacy) == 1u);
+          BOOST_TEST(have.at(legacy) == structural);
+        }
+      }
+    }
+  }
+  // MXNet's model prefixes: the class name, lower case, and a counter.
+  BOOST_TEST(vision::get_model("resnet18_v1")->prefix().starts_with("resnetv1"));
+  BOOST_TEST(vision::get_model("inceptionv3")->prefix().starts_with("inception3"));
+}
+
+BOOST_AUTO_TEST_CASE(densenet_squeezenet_and_inception_have_torchvision_sizes,
+                     *boost::unit_test::precondition(ndg_test::not_sanitized{})) {
+  // torchvision's models of the same layers (inception_v3 less its auxiliary classifier, 3,326,696).
+  const std::vector<std::tuple<std::string, std::int64_t, std::int64_t>> models{
+      {"squeezenet1.0", 224, 1248424}, {"squeezenet1.1", 224, 1235496}, {"densenet121", 224, 7978856},
+      {"inceptionv3", 299, 27161264 - 3326696}};
+  for (const auto& [name, size, parameters] : models) {
+    BOOST_TEST_CONTEXT(name) {
+      auto net = vision::get_model(name);
+      net->initialize(mx::init::Xavier(), {mx::cpu()});
+      BOOST_TEST((*net)(nd::ones({1, 3, size, size})).shape() == mx::Shape({1, 1000}));
+      BOOST_TEST(trainable(*net) == parameters);
+    }
+  }
+}
+
+// squeezenet1.1's file as MXNet 1.x's model store keeps it: every parameter under its full name
+// less the model's prefix (conv0_ ... conv25_, MXNet's order of construction), loaded through
+// MXNet's legacy path into the structural places derived here by hand; and hybridized, the model
+// (Concurrent branches included) predicts as it does eagerly.
+BOOST_AUTO_TEST_CASE(mxnet_legacy_files_load_by_parameter_name) {
+  auto reference = vision::get_model("squeezenet1.1", {.classes = 10});
+  reference->initialize(mx::init::Xavier(), {mx::cpu()});
+  (*reference)(nd::zeros({1, 3, 224, 224}));  // completes the shapes
+  std::map<std::string, mx::Shape> shapes;
+  for (const auto& [key, param] : reference->structural_params()) shapes[key] = param.shape();
+  // The structural place of convolution k: the stem, then each fire's squeeze, 1x1 and 3x3 paths.
+  std::vector<std::string> places{"features.0."};
+  for (int fire : {3, 4, 6, 7, 9, 10, 11, 12}) {
+    const std::string f = "features." + std::to_string(fire) + ".";
+    for (const std::string path : {"0.0.", "1.0.0.", "1.1.0."}) places.push_back(f + path);
+  }
+  places.push_back("output.0.");
+  BOOST_TEST_REQUIRE(places.size() == 26u);
+  std::vector<ndg_test::MXNetRecord> records;
+  for (std::size_t k = 0; k < places.size(); ++k) {
+    for (const std::string kind : {"weight", "bias"}) {
+      const mx::Shape shape = shapes.at(places[k] + kind);
+      const float value = static_cast<float>(k) + (kind == "weight" ? 0.25f : 0.5f);
+      records.push_back({"conv" + std::to_string(k) + "_" + kind, std::vector<std::int64_t>(shape.begin(), shape.end()),
+                         std::vector<float>(static_cast<std::size_t>(shape.numel()), value)});
+    }
+  }
+  const ndg_test::TempDir dir;
+  ndg_test::write_bytes(dir.file("squeezenet1.1.params"), ndg_test::mxnet_ndarray_file(records));
+  records.pop_back();  // the output's bias missing
+  ndg_test::write_bytes(dir.file("short.params"), ndg_test::mxnet_ndarray_file(records));
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    auto net = vision::get_model("squeezenet1.1", {.classes = 10, .pretrained = dir.file("squeezenet1.1.params"), .ctx = {ctx}});
+    std::map<std::string, mx::gluon::Parameter> loaded;
+    for (const auto& [key, param] : net->structural_params()) loaded.emplace(key, param);
+    for (std::size_t k = 0; k < places.size(); ++k) {
+      for (const std::string kind : {"weight", "bias"}) {
+        const float want = static_cast<float>(k) + (kind == "weight" ? 0.25f : 0.5f);
+        const std::vector<float> values = loaded.at(places[k] + kind).data(ctx).asvector<float>();
+        BOOST_TEST(std::all_of(values.begin(), values.end(), [&](float v) { return v == want; }), places[k] + kind);
+      }
+    }
+    // Random weights (the constants overflow): hybridized, it predicts as it does eagerly.
+    net->initialize(mx::init::Xavier(), {ctx}, true);
+    const nd::NDArray x = ndg_test::random_array({2, 3, 224, 224}, ctx, 17);
+    const nd::NDArray eager = (*net)(x);
+    BOOST_TEST(eager.shape() == mx::Shape({2, 10}));
+    net->hybridize();
+    check_close((*net)(x), ndg_test::values(eager), 1e-4, 1e-5);
+    auto other = vision::get_model("squeezenet1.1", {.classes = 10});
+    NDG_CHECK_THROWS_WITH(other->load_parameters(dir.file("short.params"), ctx), mx::Error, "conv25_bias");
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

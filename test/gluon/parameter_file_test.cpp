@@ -542,29 +542,7 @@ BOOST_AUTO_TEST_CASE(saving_onto_a_directory_or_through_a_link) {
 // cpu(0), built field by field (Note [MXNet's NDArray file] in ndarray/io/ndarray_file.cpp): a dict of
 // '0.weight' (2, 3) and '0.bias' (2,), float32.
 std::string mxnet_dense_file(const std::vector<float>& weight, const std::vector<float>& bias) {
-  std::string out;
-  const auto put = [&](auto value) { out.append(reinterpret_cast<const char*>(&value), sizeof(value)); };
-  const auto record = [&](const std::vector<std::int64_t>& shape, const std::vector<float>& values) {
-    put(std::uint32_t{0xF993FAC9});                  // V2 magic
-    put(std::int32_t{0});                            // dense storage
-    put(static_cast<std::int32_t>(shape.size()));    // ndim
-    for (std::int64_t d : shape) put(d);             // extents
-    put(std::int32_t{1});                            // cpu
-    put(std::int32_t{0});                            // device 0
-    put(std::int32_t{0});                            // float32
-    out.append(reinterpret_cast<const char*>(values.data()), values.size() * 4);
-  };
-  put(std::uint64_t{0x112});
-  put(std::uint64_t{0});
-  put(std::uint64_t{2});
-  record({2, 3}, weight);
-  record({2}, bias);
-  put(std::uint64_t{2});
-  for (const std::string name : {"0.weight", "0.bias"}) {
-    put(static_cast<std::uint64_t>(name.size()));
-    out += name;
-  }
-  return out;
+  return ndg_test::mxnet_ndarray_file({{"0.weight", {2, 3}, weight}, {"0.bias", {2}, bias}});
 }
 
 BOOST_AUTO_TEST_CASE(save_parameters_writes_what_mxnet_writes_and_loads_mxnets_file) {

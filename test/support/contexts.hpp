@@ -17,6 +17,24 @@ inline std::vector<mx::Context> all_contexts() { return mx::test_utils::contexts
 // Precondition for cases that need n GPUs; its message says how many were found.
 using mx::test_utils::needs_gpus;
 
+// Precondition for cases whose cost is full-size arithmetic (a 299x299 Inception forward pass on
+// cpu(0)) rather than new code paths: skipped in builds under AddressSanitizer, whose CI run has
+// a time limit; the unsanitized builds run them.
+struct not_sanitized {
+  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
+#if defined(__SANITIZE_ADDRESS__)
+    constexpr bool sanitized = true;
+#elif defined(__has_feature)
+    constexpr bool sanitized = __has_feature(address_sanitizer);
+#else
+    constexpr bool sanitized = false;
+#endif
+    boost::test_tools::assertion_result result(!sanitized);
+    result.message() << "full-size arithmetic: run in the builds without AddressSanitizer";
+    return result;
+  }
+};
+
 // Runs body(ctx) for every context in all_contexts(), naming the context in failure messages.
 using mx::test_utils::for_each_context;
 

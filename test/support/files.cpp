@@ -42,4 +42,28 @@ std::uint32_t crc32(const std::string& bytes) {
   return crc ^ 0xFFFFFFFFu;
 }
 
+std::string mxnet_ndarray_file(const std::vector<MXNetRecord>& records) {
+  std::string out;
+  const auto put = [&](auto value) { out.append(reinterpret_cast<const char*>(&value), sizeof(value)); };
+  put(std::uint64_t{0x112});
+  put(std::uint64_t{0});
+  put(static_cast<std::uint64_t>(records.size()));
+  for (const MXNetRecord& r : records) {
+    put(std::uint32_t{0xF993FAC9});                  // V2 magic
+    put(std::int32_t{0});                            // dense storage
+    put(static_cast<std::int32_t>(r.shape.size()));  // ndim
+    for (std::int64_t d : r.shape) put(d);           // extents
+    put(std::int32_t{1});                            // cpu
+    put(std::int32_t{0});                            // device 0
+    put(std::int32_t{0});                            // float32
+    out.append(reinterpret_cast<const char*>(r.values.data()), r.values.size() * sizeof(float));
+  }
+  put(static_cast<std::uint64_t>(records.size()));
+  for (const MXNetRecord& r : records) {
+    put(static_cast<std::uint64_t>(r.name.size()));
+    out += r.name;
+  }
+  return out;
+}
+
 }  // namespace ndg_test

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace ndg_test {
 
@@ -25,6 +26,18 @@ class TempDir {
 
 std::string read_bytes(const std::string& path);
 void write_bytes(const std::string& path, const std::string& bytes);
+
+// One float32 array on cpu(0) in MXNet's NDArray file.
+struct MXNetRecord {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::vector<float> values;
+};
+// The bytes MXNet's nd.save writes for a dict of these arrays (MXNet's save_parameters, export),
+// built field by field from its documented layout (Note [MXNet's NDArray file] in
+// ndarray/io/ndarray_file.cpp): list magic 0x112, reserved 0, the records (V2 magic 0xF993FAC9,
+// dense storage, ndim, int64 extents, cpu(0), float32, the data), then the names.
+std::string mxnet_ndarray_file(const std::vector<MXNetRecord>& records);
 
 // zlib's CRC-32 (polynomial 0xEDB88320); the tests do not link zlib.
 std::uint32_t crc32(const std::string& bytes);

@@ -42,10 +42,12 @@ const std::map<int, Spec>& specs() {
   return s;
 }
 
-// One stage: its first block strides and changes the channels, the others keep them.
+// Stage `index` (from 1): its first block strides and changes the channels, the others keep
+// them. Its blocks are named in its scope, as MXNet's _make_layer: resnetv10_stage1_conv0_.
 template <class Block>
-nn::Sequential stage(int blocks, std::int64_t channels, std::int64_t stride, std::int64_t in_channels) {
-  nn::Sequential layer;
+nn::Sequential stage(int index, int blocks, std::int64_t channels, std::int64_t stride, std::int64_t in_channels) {
+  nn::Sequential layer("stage" + std::to_string(index) + "_");
+  const auto scope = layer.name_scope();
   layer.add(Block(channels, stride, channels != in_channels, in_channels));
   for (int i = 1; i < blocks; ++i) layer.add(Block(channels, 1, false, channels));
   return layer;
@@ -55,9 +57,9 @@ nn::Sequential stage(int blocks, std::int64_t channels, std::int64_t stride, std
 
 BasicBlockV1::BasicBlockV1(std::int64_t channels, std::int64_t stride, bool downsample, std::int64_t in_channels)
     : Block("basicblockv1") {
-  nn::Sequential body;
-  body.add(conv3x3(channels, stride, in_channels), nn::BatchNorm(), nn::Activation("relu"), conv3x3(channels, 1, channels),
-           nn::BatchNorm());
+  nn::Sequential body;  // one convolution per statement: MXNet's order of names
+  body.add(conv3x3(channels, stride, in_channels), nn::BatchNorm(), nn::Activation("relu"));
+  body.add(conv3x3(channels, 1, channels), nn::BatchNorm());
   body_ = register_child(body, "body");
   if (downsample) downsample_ = register_child(downsample_v1(channels, stride, in_channels), "downsample");
 }
@@ -70,9 +72,9 @@ nd::NDArray BasicBlockV1::forward(const nd::NDArray& x) {
 BottleneckV1::BottleneckV1(std::int64_t channels, std::int64_t stride, bool downsample, std::int64_t in_channels)
     : Block("bottleneckv1") {
   nn::Sequential body;
-  body.add(conv1x1(channels / 4, stride, true), nn::BatchNorm(), nn::Activation("relu"),
-           conv3x3(channels / 4, 1, channels / 4), nn::BatchNorm(), nn::Activation("relu"), conv1x1(channels, 1, true),
-           nn::BatchNorm());
+  body.add(conv1x1(channels / 4, stride, true), nn::BatchNorm(), nn::Activation("relu"));
+  body.add(conv3x3(channels / 4, 1, channels / 4), nn::BatchNorm(), nn::Activation("relu"));
+  body.add(conv1x1(channels, 1, true), nn::BatchNorm());
   body_ = register_child(body, "body");
   if (downsample) downsample_ = register_child(downsample_v1(channels, stride, in_channels), "downsample");
 }
@@ -132,33 +134,38 @@ const Spec& checked_spec(int version, int num_layers, std::int64_t classes) {
 
 }  // namespace
 
+// Built in MXNet's order inside the model's name scope (resnetv10_conv0_, resnetv10_stage1_...,
+// the output resnetv10_dense0_).
 ResNet::ResNet(int version, int num_layers, std::int64_t classes, bool thumbnail)
     : Block("resnetv" + std::to_string(version)),
-      output_(classes, "", true, checked_spec(version, num_layers, classes).channels.back()) {
-  const Spec& s = checked_spec(version, num_layers, classes);
-  nn::Sequential features;
-  if (version == 2) features.add(nn::BatchNorm({.center = false, .scale = false}));
-  if (thumbnail) {
-    features.add(conv3x3(s.channels[0], 1, 3));
-  } else {
-    features.add(nn::Conv2D(s.channels[0], 7, {.strides = 2, .padding = 3, .use_bias = false, .in_channels = 3}),
-                 nn::BatchNorm(), nn::Activation("relu"), nn::MaxPool2D(3, {.strides = 2, .padding = 1}));
-  }
-  for (std::size_t i = 0; i < s.layers.size(); ++i) {
-    const std::int64_t stride = i == 0 ? 1 : 2, channels = s.channels[i + 1], in_channels = s.channels[i];
-    const int blocks = s.layers[i];
-    if (version == 1) {
-      features.add(s.bottleneck ? stage<BottleneckV1>(blocks, channels, stride, in_channels)
-                                : stage<BasicBlockV1>(blocks, channels, stride, in_channels));
-    } else {
-      features.add(s.bottleneck ? stage<BottleneckV2>(blocks, channels, stride, in_channels)
-                                : stage<BasicBlockV2>(blocks, channels, stride, in_channels));
-    }
-  }
-  if (version == 2) features.add(nn::BatchNorm(), nn::Activation("relu"));
-  features.add(nn::GlobalAvgPool2D());
-  if (version == 2) features.add(nn::Flatten());
-  features_ = register_child(features, "features");
+      features_(in_name_scope([&] {
+        const Spec& s = checked_spec(version, num_layers, classes);
+        nn::Sequential features;
+        if (version == 2) features.add(nn::BatchNorm({.center = false, .scale = false}));
+        if (thumbnail) {
+          features.add(conv3x3(s.channels[0], 1, 3));
+        } else {
+          features.add(nn::Conv2D(s.channels[0], 7, {.strides = 2, .padding = 3, .use_bias = false, .in_channels = 3}),
+                       nn::BatchNorm(), nn::Activation("relu"), nn::MaxPool2D(3, {.strides = 2, .padding = 1}));
+        }
+        for (std::size_t i = 0; i < s.layers.size(); ++i) {
+          const int index = static_cast<int>(i) + 1, blocks = s.layers[i];
+          const std::int64_t stride = i == 0 ? 1 : 2, channels = s.channels[i + 1], in_channels = s.channels[i];
+          if (version == 1) {
+            features.add(s.bottleneck ? stage<BottleneckV1>(index, blocks, channels, stride, in_channels)
+                                      : stage<BasicBlockV1>(index, blocks, channels, stride, in_channels));
+          } else {
+            features.add(s.bottleneck ? stage<BottleneckV2>(index, blocks, channels, stride, in_channels)
+                                      : stage<BasicBlockV2>(index, blocks, channels, stride, in_channels));
+          }
+        }
+        if (version == 2) features.add(nn::BatchNorm(), nn::Activation("relu"));
+        features.add(nn::GlobalAvgPool2D());
+        if (version == 2) features.add(nn::Flatten());
+        return features;
+      })),
+      output_(in_name_scope([&] { return nn::Dense(classes, "", true, specs().at(num_layers).channels.back()); })) {
+  register_child(features_, "features");
   register_child(output_, "output");
 }
 
