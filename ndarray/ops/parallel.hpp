@@ -1,7 +1,8 @@
 #pragma once
 // The CPU loops' one way to use every core. A loop below kParallelThreshold elements runs inline on
 // the calling thread: entering an OpenMP region costs microseconds (libgomp wakes its team with a
-// futex even under if(false)), more than a small loop takes. Internal.
+// futex even under if(false)), more than a small loop takes; larger loops take a thread per
+// kParallelThreshold elements (threads_for). Internal.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -15,26 +16,37 @@ namespace mx::op {
 
 inline constexpr std::int64_t kParallelThreshold = 1 << 15;
 
-// body(i) for i in [0, n), split statically across the cores when `work` (default n) is large.
+// The threads a loop of `work` elements runs on: one per kParallelThreshold elements, at most the
+// team (PyTorch's intra-op rule, its grain 32768). A loop over a 256 x 256 batch wakes 2 threads,
+// not every core's: on a wide host, waking and then joining a team of 32 for 2048 elements each
+// costs more than the loop.
+inline int threads_for(std::int64_t work) {
+  const std::int64_t grains = (work + kParallelThreshold - 1) / kParallelThreshold;
+  return static_cast<int>(std::clamp<std::int64_t>(grains, 1, cpu_team()));
+}
+
+// body(i) for i in [0, n), split statically across threads_for(work) threads (work: default n).
 template <class Body>
 void parallel_for(std::int64_t n, Body&& body, std::int64_t work = -1) {
-  if ((work < 0 ? n : work) < kParallelThreshold) {
+  const int threads = threads_for(work < 0 ? n : work);
+  if (threads == 1) {
     for (std::int64_t i = 0; i < n; ++i) body(i);
     return;
   }
-#pragma omp parallel for schedule(static) num_threads(cpu_team())
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (std::int64_t i = 0; i < n; ++i) body(i);
 }
 
 // The same for bodies without dependencies between iterations, vectorised.
 template <class Body>
 void parallel_for_simd(std::int64_t n, Body&& body) {
-  if (n < kParallelThreshold) {
+  const int threads = threads_for(n);
+  if (threads == 1) {
 #pragma omp simd
     for (std::int64_t i = 0; i < n; ++i) body(i);
     return;
   }
-#pragma omp parallel for simd schedule(static) num_threads(cpu_team())
+#pragma omp parallel for simd schedule(static) num_threads(threads)
   for (std::int64_t i = 0; i < n; ++i) body(i);
 }
 

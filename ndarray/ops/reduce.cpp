@@ -42,10 +42,11 @@ void sum_loop(const T* in, T* out, ReduceShape s) {
 template <class T>
 void sum_all_loop(const T* in, T* out, std::int64_t n) {
   CpuSumType<T> total = 0;
-  if (n < kParallelThreshold) {
+  const int threads = threads_for(n);
+  if (threads == 1) {
     for (std::int64_t i = 0; i < n; ++i) total += in[i];
   } else {
-#pragma omp parallel for reduction(+ : total) schedule(static) num_threads(cpu_team())
+#pragma omp parallel for reduction(+ : total) schedule(static) num_threads(threads)
     for (std::int64_t i = 0; i < n; ++i) total += in[i];
   }
   *out = static_cast<T>(total);

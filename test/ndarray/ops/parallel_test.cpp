@@ -1,8 +1,11 @@
 // The CPU loops' team (ndarray/ops/parallel.hpp): its cap read from forged /sys trees (a cgroup
-// quota, hyperthreaded cores, both, neither), and OMP_NUM_THREADS winning over the cap.
+// quota, hyperthreaded cores, both, neither), OMP_NUM_THREADS winning over the cap, and a loop's
+// threads: one per grain of work, at most the team.
 #include "test/support/boost_test.hpp"
 #include "test/support/files.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "ndarray/ops/cpu_team.hpp"
+#include "ndarray/ops/parallel.hpp"
 
 namespace {
 
@@ -71,6 +75,27 @@ BOOST_AUTO_TEST_CASE(omp_num_threads_wins) {
   const char* threads = std::getenv("OMP_NUM_THREADS");
   if (threads == nullptr) return;
   BOOST_TEST(mx::op::cpu_team() == std::atoi(threads));
+}
+
+BOOST_AUTO_TEST_CASE(a_thread_per_grain_of_work) {
+  using mx::op::kParallelThreshold;
+  using mx::op::threads_for;
+  const int team = mx::op::cpu_team();
+  BOOST_TEST(threads_for(0) == 1);
+  BOOST_TEST(threads_for(kParallelThreshold) == 1);
+  BOOST_TEST(threads_for(kParallelThreshold + 1) == std::min(team, 2));
+  BOOST_TEST(threads_for(std::int64_t{1} << 40) == team);
+  // The loops run on that many threads.
+  for (const std::int64_t n : {kParallelThreshold, 2 * kParallelThreshold, 64 * kParallelThreshold}) {
+    std::atomic<int> most{0};
+    mx::op::parallel_for(n, [&](std::int64_t) {
+      const int t = omp_get_num_threads();
+      int seen = most.load();
+      while (t > seen && !most.compare_exchange_weak(seen, t)) {
+      }
+    });
+    BOOST_TEST(most.load() == threads_for(n), n << " elements");
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
