@@ -15,6 +15,7 @@
 #include "ndarray/io/ndarray_file.hpp"
 #include "ndarray/ops/creation.hpp"
 #include "ndarray/ops/elementwise.hpp"
+#include "ndarray/ops/image.hpp"
 #include "ndarray/ops/linalg.hpp"
 #include "ndarray/ops/manipulation.hpp"
 #include "ndarray/ops/nn.hpp"

@@ -21,6 +21,7 @@
 #include "ndarray/ops/conv_kernels.hpp"
 #include "ndarray/ops/creation_kernels.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
+#include "ndarray/ops/image_kernels.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
 #include "ndarray/ops/manipulation_kernels.hpp"
 #include "ndarray/ops/nn_kernels.hpp"
@@ -162,12 +163,14 @@ std::map<std::string, std::vector<op::Params>> representatives() {
       {"multi_mp_sgd_update", {op::MultiStep{plain, 2}}},
       {"multi_mp_sgd_mom_update", {op::MultiStep{step, 1}}},
       {"multi_all_finite", {op::AllFiniteParams{3}}},
+      {"_contrib_BilinearResize2D", {op::BilinearResizeParams{}, op::BilinearResizeParams{5, 7, 1.5, 0.25, false}}},
   };
   for (const char* name : {"_backward_Convolution_data", "_backward_Convolution_weight",
                            "_backward_Convolution_bias"}) {
     r[name] = r["Convolution"];
   }
   r["_backward_Pooling"] = r["Pooling"];
+  r["_backward_contrib_BilinearResize2D"] = r["_contrib_BilinearResize2D"];
   r["_backward_BatchNorm"] = r["BatchNorm"];
   r["_backward_contrib_SyncBatchNorm"] = r["_contrib_SyncBatchNorm"];
   for (const mx::ReduceOp reduce : {mx::ReduceOp::sum, mx::ReduceOp::max, mx::ReduceOp::min, mx::ReduceOp::argmax,
