@@ -14,8 +14,10 @@
 //   return tutorial::train_on_fashion_mnist(app, argc, argv, models, {.model = "mlp", .csv = "mlp.csv"},
 //                                           "0.5 for the MLP");
 //
-// The flags: --ctx, --gpus, --model (each model's key, and "both" when there are two), --epochs
-// (default $NDG_TRAIN_EPOCHS when set), --lr, --batch-size, --subset, --csv, --data.
+// The flags: --ctx, --gpus, --model (each model's key, and "both" when there are two, "all" when
+// there are more), --epochs (default $NDG_TRAIN_EPOCHS when set), --lr, --batch-size, --subset,
+// --csv, --data, and --resize where a model trains on resized images.
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -52,14 +54,17 @@ struct Model {
   double lr;           // its SGD learning rate, unless --lr is given
   mx::init::InitializerRef init;         // its initializer (biases get zeros, as MXNet's do)
   std::function<nn::Sequential()> make;  // a new network, not initialised yet
+  std::int64_t batch_size = 256;         // unless --batch-size is given
+  std::int64_t resize = 0;               // > 0: images resized to resize x resize (D2L's resize), unless --resize
 };
 
 struct Options {
   std::vector<mx::Context> ctxs = {};  // from --ctx or --gpus; every GPU (cpu(0) when there is none) by default
-  std::string model = "";              // a Model::key, or "both"
+  std::string model = "";              // a Model::key, or "both" / "all"
   int epochs = 10;
   std::optional<double> lr = std::nullopt;  // each model's own when not given
-  std::int64_t batch_size = 256;
+  std::optional<std::int64_t> batch_size = std::nullopt;  // each model's own when not given
+  std::optional<std::int64_t> resize = std::nullopt;      // each model's own when not given
   std::int64_t subset = -1;  // the whole data set
   std::string csv = "";
   std::string data_dir = "";  // FashionMNIST::default_root()
@@ -121,9 +126,22 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv, const std:
   std::string ctx;
   int gpus = 0;
   double lr = 0;
+  std::int64_t batch_size = 0, resize = 0;
   std::vector<std::string> model_names;
-  for (const Model& model : models) model_names.push_back(model.key);
-  if (models.size() > 1) model_names.push_back("both");
+  std::string batch_default, resize_default;  // "256", or each model's
+  bool resizes = false;
+  for (const Model& model : models) {
+    model_names.push_back(model.key);
+    batch_default += (batch_default.empty() ? "" : ", ") + model.key + " " + std::to_string(model.batch_size);
+    resize_default += (resize_default.empty() ? "" : ", ") + model.key + " " +
+                      (model.resize > 0 ? std::to_string(model.resize) : "none");
+    resizes = resizes || model.resize > 0;
+  }
+  if (std::all_of(models.begin(), models.end(), [&](const Model& m) { return m.batch_size == models[0].batch_size; })) {
+    batch_default = std::to_string(models[0].batch_size);
+  }
+  if (models.size() == 2) model_names.push_back("both");
+  if (models.size() > 2) model_names.push_back("all");
   CLI::Option* ctx_option = app.add_option("--ctx", ctx, "train on this one context: cpu, gpu (that is gpu:0) or gpu:N")
                                 ->type_name("CTX")
                                 ->default_str("every GPU, else cpu")
@@ -148,9 +166,18 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv, const std:
   CLI::Option* lr_option = app.add_option("--lr", lr, "SGD learning rate")
                                ->default_str(lr_default)
                                ->check(cli::positive_number());
-  app.add_option("--batch-size", o.batch_size, "samples per batch (split over the GPUs)")
-      ->capture_default_str()
-      ->check(cli::integer(1));
+  CLI::Option* batch_option = app.add_option("--batch-size", batch_size, "samples per batch (split over the GPUs)")
+                                  ->default_str(batch_default)
+                                  ->check(cli::integer(1));
+  CLI::Option* resize_option = nullptr;
+  if (resizes) {
+    resize_option = app.add_option("--resize", resize,
+                                   "resize the 28x28 images to NxN on the device before the network (bilinear, "
+                                   "pixel centres aligned, as D2L's transforms.Resize)")
+                        ->type_name("N")
+                        ->default_str(resize_default)
+                        ->check(cli::integer(1));
+  }
   app.add_option("--subset", o.subset, "use only the first N samples of each split")
       ->default_str("all")
       ->check(cli::integer(1));
@@ -177,6 +204,8 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv, const std:
   if (std::optional<int> exit_code = cli::parse(app, argc, argv)) return exit_code;
 
   if (lr_option->count() > 0) o.lr = lr;
+  if (batch_option->count() > 0) o.batch_size = batch_size;
+  if (resize_option && resize_option->count() > 0) o.resize = resize;
   if (o.dist) {
     mx::dist::init();
     o.ctxs = {mx::num_gpus() > 0 ? mx::gpu(mx::dist::local_rank() % mx::num_gpus()) : mx::cpu()};
@@ -219,13 +248,27 @@ inline std::vector<nd::NDArray> split(const nd::NDArray& batch, const std::vecto
   return mx::gluon::utils::split_and_load(batch, ctxs, 0, false);
 }
 
+// The images of a batch on its device, resized to resize x resize when resize > 0 (D2L's
+// transforms.Resize: bilinear, pixel centres aligned; here on the device, on [0, 1] values).
+inline std::vector<nd::NDArray> images(const nd::NDArray& batch, const std::vector<mx::Context>& ctxs,
+                                       std::int64_t resize) {
+  std::vector<nd::NDArray> xs = split(batch, ctxs);
+  if (resize > 0) {
+    for (nd::NDArray& x : xs) {
+      x = nd::contrib::BilinearResize2D(x, {.height = resize, .width = resize, .align_corners = false});
+    }
+  }
+  return xs;
+}
+
 // Runs outside autograd::record(), so that layers such as BatchNorm predict (running statistics).
 inline double evaluate_accuracy(mx::gluon::Block& net, gdata::DataLoader& loader,
-                                const std::vector<mx::Context>& ctxs, std::optional<mx::DType> amp) {
+                                const std::vector<mx::Context>& ctxs, std::optional<mx::DType> amp,
+                                std::int64_t resize) {
   const auto autocast = mx::amp::autocast(amp);
   mx::metric::Accuracy accuracy;
   for (auto& [X, y] : loader) {
-    const std::vector<nd::NDArray> xs = split(X, ctxs), ys = split(y, ctxs);
+    const std::vector<nd::NDArray> xs = images(X, ctxs, resize), ys = split(y, ctxs);
     for (std::size_t k = 0; k < xs.size(); ++k) accuracy.update(ys[k], net(xs[k]));
   }
   return accuracy.get().second;
@@ -239,14 +282,14 @@ struct EpochResult {
 // (float16), each loss is scaled before backward and the step unscales.
 inline EpochResult train_epoch(mx::gluon::Block& net, gdata::DataLoader& train, gdata::DataLoader& test,
                                mx::gluon::Trainer& trainer, const std::vector<mx::Context>& ctxs,
-                               std::optional<mx::DType> amp) {
+                               std::optional<mx::DType> amp, std::int64_t resize) {
   const auto start = std::chrono::steady_clock::now();
   mx::gluon::loss::SoftmaxCrossEntropyLoss loss;
   mx::metric::Accuracy accuracy;
   nd::NDArray loss_sum = nd::zeros({1}, ctxs[0]);  // summed on the device: no sync per batch
   std::int64_t samples = 0, step = 0;
   for (auto& [X, y] : train) {
-    const std::vector<nd::NDArray> xs = split(X, ctxs), ys = split(y, ctxs);
+    const std::vector<nd::NDArray> xs = images(X, ctxs, resize), ys = split(y, ctxs);
     std::vector<nd::NDArray> y_hats, losses, heads;
     {
       auto recording = mx::autograd::record();
@@ -268,7 +311,7 @@ inline EpochResult train_epoch(mx::gluon::Block& net, gdata::DataLoader& train, 
   }
   const double train_loss = loss_sum.asscalar<float>() / static_cast<double>(samples);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return {train_loss, accuracy.get().second, evaluate_accuracy(net, test, ctxs, amp), seconds};
+  return {train_loss, accuracy.get().second, evaluate_accuracy(net, test, ctxs, amp, resize), seconds};
 }
 
 // Draws the curves of `csv` (one set of lines per model key) into a PNG next to it.
@@ -313,11 +356,12 @@ inline int train(const Options& o, const std::vector<Model>& models) {
   std::fprintf(csv, "model,epoch,loss,train_acc,test_acc,seconds\n");
   std::vector<std::pair<std::string, double>> final_test_acc;  // {Model::report, accuracy}
   for (const Model& model : models) {
-    if (o.model != "both" && o.model != model.key) continue;
+    if (o.model != "both" && o.model != "all" && o.model != model.key) continue;
+    const std::int64_t batch_size = o.batch_size.value_or(model.batch_size), resize = o.resize.value_or(model.resize);
     // Each model from the seed with loaders of its own: trained alone or after another, the same.
     mx::random::seed(o.seed);
-    gdata::DataLoader train(train_set, o.batch_size, true, "keep", gdata::to_tensor);
-    gdata::DataLoader test(test_set, o.batch_size, false, "keep", gdata::to_tensor);
+    gdata::DataLoader train(train_set, batch_size, true, "keep", gdata::to_tensor);
+    gdata::DataLoader test(test_set, batch_size, false, "keep", gdata::to_tensor);
     if (o.dist) train.shard(mx::dist::world_size(), mx::dist::rank());
     nn::Sequential net = model.make();
     net.initialize(*model.init, o.ctxs);
@@ -327,12 +371,13 @@ inline int train(const Options& o, const std::vector<Model>& models) {
                                          : o.dtype == "float16" ? std::optional(mx::DType::float16)
                                                                 : std::nullopt;
     if (amp == mx::DType::float16) mx::amp::init_trainer(trainer);
-    std::printf("\n%s, lr %g, batch %lld, %d epochs%s\n", model.title.c_str(), lr, static_cast<long long>(o.batch_size),
-                o.epochs, amp ? (", " + o.dtype + " (amp)").c_str() : "");
+    const std::string size = resize > 0 ? ", " + std::to_string(resize) + "x" + std::to_string(resize) + " images" : "";
+    std::printf("\n%s, lr %g, batch %lld, %d epochs%s%s\n", model.title.c_str(), lr, static_cast<long long>(batch_size),
+                o.epochs, size.c_str(), amp ? (", " + o.dtype + " (amp)").c_str() : "");
     std::printf("%6s %9s %10s %9s %9s %12s\n", "epoch", "loss", "train acc", "test acc", "time (s)", "samples/s");
     double test_acc = 0;
     for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-      const EpochResult r = train_epoch(net, train, test, trainer, o.ctxs, amp);
+      const EpochResult r = train_epoch(net, train, test, trainer, o.ctxs, amp, resize);
       std::printf("%6d %9.4f %10.4f %9.4f %9.2f %12.0f\n", epoch, r.loss, r.train_acc, r.test_acc, r.seconds,
                   static_cast<double>(train_set.size()) / r.seconds);
       std::fflush(stdout);
