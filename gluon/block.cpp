@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -122,13 +123,76 @@ Block::NameScope Block::name_scope() const { return NameScope(core_.get()); }
 
 const std::string& Block::prefix() const { return core_->prefix; }
 
+namespace {
+
+// The type's name as written in C++ ("mx::gluon::nn::Conv2D").
+std::string demangled(const std::type_info& type) {
+  int status = 0;
+  char* name = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+  const std::string out = status == 0 && name ? name : type.name();
+  std::free(name);
+  return out;
+}
+
+constexpr const char* kInLayer = " [in layer ";
+// The error a layer's own message already names it in (rethrown as the same object): the blocks
+// around that layer pass it on unchanged.
+thread_local const void* named_error = nullptr;
+
+// Rethrows the mx::Error being handled as the same type, its message naming the block `name` and
+// its type. Only the innermost block names itself: an error that names a layer already (tagged
+// by an inner block, or a layer's own message: "Conv2D 'resnetv10_conv0': ...") goes on as is.
+[[noreturn]] void rethrow_naming(const std::string& name, const std::string& type) {
+  try {
+    throw;
+  } catch (const Error& e) {
+    if (&e == named_error || std::strstr(e.what(), kInLayer) != nullptr) throw;
+    if (std::strstr(e.what(), ("'" + name + "'").c_str()) != nullptr) {
+      named_error = &e;
+      throw;
+    }
+    const std::string message = e.what() + std::string(kInLayer) + name + ", a " + type + "]";
+    try {
+      throw;
+    } catch (const OutOfMemory&) {
+      throw OutOfMemory(message);
+    } catch (const DeviceError&) {
+      throw DeviceError(message);
+    } catch (const ShapeError&) {
+      throw ShapeError(message);
+    } catch (const DTypeError&) {
+      throw DTypeError(message);
+    } catch (const ContextMismatch&) {
+      throw ContextMismatch(message);
+    } catch (const IndexError&) {
+      throw IndexError(message);
+    } catch (const FileError&) {
+      throw FileError(message);
+    } catch (const ValueError&) {
+      throw ValueError(message);
+    } catch (const NonFiniteError&) {
+      throw NonFiniteError(message);
+    } catch (const Error&) {
+      throw Error(message);
+    }
+  }
+}
+
+}  // namespace
+
 nd::NDArray Block::operator()(const nd::NDArray& x) {
-  // Inside another block's trace, a hybridized block runs its forward so that the trace sees its ops.
-  if (core_->hybridized && !op::trace_sink()) return call_graph(x);
-  if (!profiler::is_running()) return forward(x);
-  const std::string label = name() + " forward";
-  const profiler::Range range(label);
-  return forward(x);
+  try {
+    // Inside another block's trace, a hybridized block runs its forward so that the trace sees its ops.
+    if (core_->hybridized && !op::trace_sink()) return call_graph(x);
+    if (!profiler::is_running()) return forward(x);
+    const std::string label = name() + " forward";
+    const profiler::Range range(label);
+    return forward(x);
+  } catch (const Error&) {
+    // A bad input surfaces in some op (Convolution, Pooling): name the layer it reached, as
+    // "... [in layer densenet0_pool4, a mx::gluon::nn::AvgPool2D]".
+    rethrow_naming(name(), demangled(typeid(*this)));
+  }
 }
 
 void Block::hybridize(bool active, bool /*static_alloc*/, bool static_shape) {
@@ -479,13 +543,6 @@ Parameter Block::parameter(const std::string& short_name) const {
 }
 
 void Block::throw_sliced(const Block& block, const std::type_info& as) {
-  const auto demangled = [](const std::type_info& type) {
-    int status = 0;
-    char* name = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
-    const std::string out = status == 0 && name ? name : type.name();
-    std::free(name);
-    return out;
-  };
   throw ValueError("register_child: block '" + block.name() + "' is a " + demangled(typeid(block)) +
                    " passed as a " + demangled(as) + "; a copy of the " + demangled(as) +
                    " would lose its forward. Pass it as its own type");

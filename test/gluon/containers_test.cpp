@@ -126,4 +126,37 @@ BOOST_AUTO_TEST_CASE(empty_blocks_are_value_errors) {
   NDG_CHECK_THROWS_WITH(none(nd::ones({2})), mx::ValueError, "Concurrent", "no branches");
 }
 
+// An error raised inside a block's forward names the innermost block it reached, once, with its
+// type, and keeps its type; a layer whose own message names it is not named twice.
+BOOST_AUTO_TEST_CASE(errors_name_the_innermost_layer) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nn::Sequential outer;
+    nn::Concurrent branches(1);  // (3, 2) and (2, 3) cannot be joined on axis 1
+    branches.add(nn::Lambda([](const nd::NDArray& x) { return x.reshape({3, 2}); }), nn::Identity());
+    outer.add(branches);
+    try {
+      outer(nd::ones({2, 3}, ctx));
+      BOOST_FAIL("no error");
+    } catch (const mx::ShapeError& e) {
+      const std::string message = e.what();
+      BOOST_TEST(message.find("concat: operand 1 (2, 3)") != std::string::npos, message);
+      BOOST_TEST(message.find("[in layer " + branches.name() + ", a mx::gluon::nn::Concurrent]") != std::string::npos,
+                 message);
+      BOOST_TEST(message.find(outer.name()) == std::string::npos, message);  // named once: the innermost
+    }
+    nn::Sequential net;
+    nn::Dense dense(4, "", true, 3);
+    net.add(dense);
+    net.initialize(mx::init::Xavier(), ctx);
+    try {
+      net(nd::ones({2, 5}, ctx));
+      BOOST_FAIL("no error");
+    } catch (const mx::ShapeError& e) {
+      const std::string message = e.what();
+      BOOST_TEST(message.find(dense.name()) != std::string::npos, message);
+      BOOST_TEST(message.find("[in layer") == std::string::npos, message);  // Dense names itself
+    }
+  });
+}
+
 BOOST_AUTO_TEST_SUITE_END()

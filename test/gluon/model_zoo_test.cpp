@@ -377,4 +377,23 @@ BOOST_AUTO_TEST_CASE(mxnet_legacy_files_load_by_parameter_name) {
   });
 }
 
+// An input a model cannot take is a typed error naming the op, the layer it reached and the shapes.
+BOOST_AUTO_TEST_CASE(bad_inputs_name_the_layer_and_the_shapes) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    auto resnet = vision::get_model("resnet18_v1", {.classes = 10, .thumbnail = true});
+    resnet->initialize(mx::init::Xavier(), {ctx});
+    (*resnet)(nd::ones({2, 3, 32, 32}, ctx));
+    auto& first = dynamic_cast<mx::gluon::nn::Sequential&>(resnet->child(0))[0];
+    NDG_CHECK_THROWS_WITH((*resnet)(nd::ones({2, 1, 32, 32}, ctx)), mx::ShapeError, "Conv2D '" + first.name() + "'",
+                          "(2, 1, 32, 32)", "(64, 3, 3, 3)");
+    // DenseNet pools its last 7x7 map: a 32x32 image leaves 1x1.
+    auto densenet = vision::get_model("densenet121", {.classes = 10});
+    densenet->initialize(mx::init::Xavier(), {ctx});
+    NDG_CHECK_THROWS_WITH((*densenet)(nd::ones({1, 3, 32, 32}, ctx)), mx::ShapeError, "AvgPool2D '" + densenet->prefix(),
+                          "Pooling", "(7, 7)", "(1, 1024, 1, 1)");
+    // The models still predict from a good input.
+    BOOST_TEST((*resnet)(nd::ones({2, 3, 32, 32}, ctx)).shape() == mx::Shape({2, 10}));
+  });
+}
+
 BOOST_AUTO_TEST_SUITE_END()
