@@ -7,6 +7,8 @@ inside the formats rather than having to discover their magic numbers:
   idx             header + images + labels parts, as fuzz_idx.cpp reads them
   symbol_json     symbol JSON as MXNet 1.x and ndgluon's export write it
   cli             NUL-separated command lines of train_fashion_mnist
+  recordio        MXNet .rec files (one label, several labels, a record cut in two parts around the
+                  magic number), alone or after "IDX\n" and an .idx and a NUL
 """
 import gzip
 import json
@@ -139,3 +141,26 @@ for name, args in {
     "bad_values": ["--epochs", "0", "--lr", "nan", "--ctx", "gpu:99"],
 }.items():
     write("cli", name, "\0".join(args))
+
+# --- recordio -----------------------------------------------------------------------------------
+MAGIC = 0xced7230a
+
+
+def part(cflag, data):
+    return struct.pack("<II", MAGIC, cflag << 29 | len(data)) + data + b"\0" * ((4 - len(data) % 4) % 4)
+
+
+def ir(flag, label, id_, id2, payload):
+    return struct.pack("<IfQQ", flag, label, id_, id2) + payload
+
+
+one = ir(0, 3.0, 0, 0, b"JPEG bytes")
+several = ir(3, 0.0, 5, 9, struct.pack("<3f", 1.5, -2.0, 7.0) + b"PNG")
+magic_record = ir(0, 1.0, 2, 0, b"abcd" + struct.pack("<I", MAGIC) + b"xyz")
+rec = part(0, one) + part(0, several)
+split_at = len(rec)
+rec += part(1, magic_record[:28]) + part(3, magic_record[32:])
+write("recordio", "three_records", rec)
+write("recordio", "one_record", part(0, one))
+write("recordio", "indexed", b"IDX\n0\t0\n5\t44\n2\t%d\n\0" % split_at + rec)
+write("recordio", "indexed_past_end", b"IDX\n0\t0\n1\t999\n\0" + part(0, one))
