@@ -9,6 +9,8 @@ inside the formats rather than having to discover their magic numbers:
   cli             NUL-separated command lines of train_fashion_mnist
   recordio        MXNet .rec files (one label, several labels, a record cut in two parts around the
                   magic number), alone or after "IDX\n" and an .idx and a NUL
+  image           a flag byte (0 gray, 1 color), then PNGs (RGB, RGBA, 16-bit gray, palette) and two
+                  8x8 JPEGs (color 4:2:0 and gray, quality 75, made once with mx::image::imencode)
 """
 import gzip
 import json
@@ -164,3 +166,51 @@ write("recordio", "three_records", rec)
 write("recordio", "one_record", part(0, one))
 write("recordio", "indexed", b"IDX\n0\t0\n5\t44\n2\t%d\n\0" % split_at + rec)
 write("recordio", "indexed_past_end", b"IDX\n0\t0\n1\t999\n\0" + part(0, one))
+
+
+# --- image --------------------------------------------------------------------------------------
+def png_chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def png(width, height, depth, color, rows, extra=b""):
+    ihdr = struct.pack(">IIBBBBB", width, height, depth, color, 0, 0, 0)
+    raw = b"".join(b"\0" + r for r in rows)
+    return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr) + extra + png_chunk(b"IDAT", zlib.compress(raw))
+            + png_chunk(b"IEND", b""))
+
+
+rgb_rows = [bytes([255, 0, 0, 0, 255, 0, 0, 0, 255]), bytes([10, 20, 30, 200, 100, 50, 128, 128, 128])]
+rgba_rows = [bytes([255, 0, 0, 9, 0, 255, 0, 99, 0, 0, 255, 199])]
+JPEG_COLOR = bytes.fromhex(
+    "ffd8ffe000104a46494600010100000100010000ffdb004300080606070605080707070909080a0c140d0c0b0b0c1912"
+    "130f141d1a1f1e1d1a1c1c20242e2720222c231c1c2837292c30313434341f27393d38323c2e333432ffdb0043010909"
+    "090c0b0c180d0d1832211c21323232323232323232323232323232323232323232323232323232323232323232323232"
+    "3232323232323232323232323232ffc00011080008000803012200021101031101ffc4001f0000010501010101010100"
+    "000000000000000102030405060708090a0bffc400b5100002010303020403050504040000017d010203000411051221"
+    "31410613516107227114328191a1082342b1c11552d1f02433627282090a161718191a25262728292a3435363738393a"
+    "434445464748494a535455565758595a636465666768696a737475767778797a838485868788898a9293949596979899"
+    "9aa2a3a4a5a6a7a8a9aab2b3b4b5b6b7b8b9bac2c3c4c5c6c7c8c9cad2d3d4d5d6d7d8d9dae1e2e3e4e5e6e7e8e9eaf1"
+    "f2f3f4f5f6f7f8f9faffc4001f0100030101010101010101010000000000000102030405060708090a0bffc400b51100"
+    "020102040403040705040400010277000102031104052131061241510761711322328108144291a1b1c109233352f015"
+    "6272d10a162434e125f11718191a262728292a35363738393a434445464748494a535455565758595a63646566676869"
+    "6a737475767778797a82838485868788898a92939495969798999aa2a3a4a5a6a7a8a9aab2b3b4b5b6b7b8b9bac2c3c4"
+    "c5c6c7c8c9cad2d3d4d5d6d7d8d9dae2e3e4e5e6e7e8e9eaf2f3f4f5f6f7f8f9faffda000c03010002110311003f004b"
+    "f78f47d2e2d1acbca7ba9c01200c4155e38e3d475e7a7fbc0d14515db96d2857a3edea2bca6eeffc97925a233ab8dc46"
+    "05468e1a6e2b95376eadabb6ff002f45deedff00ffd9")
+JPEG_GRAY = bytes.fromhex(
+    "ffd8ffe000104a46494600010100000100010000ffdb004300080606070605080707070909080a0c140d0c0b0b0c1912"
+    "130f141d1a1f1e1d1a1c1c20242e2720222c231c1c2837292c30313434341f27393d38323c2e333432ffc0000b080008"
+    "000801011100ffc4001f0000010501010101010100000000000000000102030405060708090a0bffc400b51000020103"
+    "03020403050504040000017d01020300041105122131410613516107227114328191a1082342b1c11552d1f024336272"
+    "82090a161718191a25262728292a3435363738393a434445464748494a535455565758595a636465666768696a737475"
+    "767778797a838485868788898a92939495969798999aa2a3a4a5a6a7a8a9aab2b3b4b5b6b7b8b9bac2c3c4c5c6c7c8c9"
+    "cad2d3d4d5d6d7d8d9dae1e2e3e4e5e6e7e8e9eaf1f2f3f4f5f6f7f8f9faffda0008010100003f00e76dbe1bf4fdc7e9"
+    "5fffd9")
+for flag in (0, 1):
+    write("image", "png_rgb_%d" % flag, bytes([flag]) + png(3, 2, 8, 2, rgb_rows))
+    write("image", "jpeg_color_%d" % flag, bytes([flag]) + JPEG_COLOR)
+write("image", "png_rgba", b"\1" + png(3, 1, 8, 6, rgba_rows))
+write("image", "png_gray16", b"\0" + png(2, 1, 16, 0, [b"\x12\x34\xab\xcd"]))
+write("image", "png_palette", b"\1" + png(2, 1, 8, 3, [b"\0\1"], png_chunk(b"PLTE", bytes([1, 2, 3, 4, 5, 6]))))
+write("image", "jpeg_gray", b"\1" + JPEG_GRAY)
