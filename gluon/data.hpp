@@ -4,4 +4,5 @@
 #include "gluon/data/dataset.hpp"
 #include "gluon/data/fashion_mnist.hpp"
 #include "gluon/data/transforms.hpp"
+#include "gluon/data/vision/cifar.hpp"
 #include "ndarray/ndarray.hpp"

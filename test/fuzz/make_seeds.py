@@ -9,6 +9,8 @@ inside the formats rather than having to discover their magic numbers:
   cli             NUL-separated command lines of train_fashion_mnist
   recordio        MXNet .rec files (one label, several labels, a record cut in two parts around the
                   magic number), alone or after "IDX\n" and an .idx and a NUL
+  cifar           a format byte (0 CIFAR-10, 1 CIFAR-100 coarse, 3 fine), then records of label
+                  byte(s) and 3072 image bytes
   image           a flag byte (0 gray, 1 color), then PNGs (RGB, RGBA, 16-bit gray, palette) and two
                   8x8 JPEGs (color 4:2:0 and gray, quality 75, made once with mx::image::imencode)
 """
@@ -214,3 +216,11 @@ write("image", "png_rgba", b"\1" + png(3, 1, 8, 6, rgba_rows))
 write("image", "png_gray16", b"\0" + png(2, 1, 16, 0, [b"\x12\x34\xab\xcd"]))
 write("image", "png_palette", b"\1" + png(2, 1, 8, 3, [b"\0\1"], png_chunk(b"PLTE", bytes([1, 2, 3, 4, 5, 6]))))
 write("image", "jpeg_gray", b"\1" + JPEG_GRAY)
+
+
+# --- cifar --------------------------------------------------------------------------------------
+image3072 = bytes(range(256)) * 12
+write("cifar", "cifar10_two", b"\0" + b"\3" + image3072 + b"\x09" + image3072[::-1])
+write("cifar", "cifar100_coarse", b"\1" + b"\x13\x63" + image3072)
+write("cifar", "cifar100_fine", b"\3" + b"\x00\x63" + image3072)
+write("cifar", "cifar10_label_out_of_range", b"\0" + b"\x0a" + image3072)
