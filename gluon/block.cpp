@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "context/device.hpp"
 #include "context/file.hpp"
@@ -137,7 +138,8 @@ std::string demangled(const std::type_info& type) {
 constexpr const char* kInLayer = " [in layer ";
 // The error a layer's own message already names it in (rethrown as the same object): the blocks
 // around that layer pass it on unchanged.
-thread_local const void* named_error = nullptr;
+// (Its address and its message's: an address alone could be a later error's.)
+thread_local std::pair<const void*, const char*> named_error{nullptr, nullptr};
 
 // Rethrows the mx::Error being handled as the same type, its message naming the block `name` and
 // its type. Only the innermost block names itself: an error that names a layer already (tagged
@@ -146,35 +148,27 @@ thread_local const void* named_error = nullptr;
   try {
     throw;
   } catch (const Error& e) {
-    if (&e == named_error || std::strstr(e.what(), kInLayer) != nullptr) throw;
+    if (named_error == std::pair<const void*, const char*>{&e, e.what()} || std::strstr(e.what(), kInLayer) != nullptr) {
+      throw;
+    }
     if (std::strstr(e.what(), ("'" + name + "'").c_str()) != nullptr) {
-      named_error = &e;
+      named_error = {&e, e.what()};
       throw;
     }
     const std::string message = e.what() + std::string(kInLayer) + name + ", a " + type + "]";
-    try {
-      throw;
-    } catch (const OutOfMemory&) {
-      throw OutOfMemory(message);
-    } catch (const DeviceError&) {
-      throw DeviceError(message);
-    } catch (const ShapeError&) {
-      throw ShapeError(message);
-    } catch (const DTypeError&) {
-      throw DTypeError(message);
-    } catch (const ContextMismatch&) {
-      throw ContextMismatch(message);
-    } catch (const IndexError&) {
-      throw IndexError(message);
-    } catch (const FileError&) {
-      throw FileError(message);
-    } catch (const ValueError&) {
-      throw ValueError(message);
-    } catch (const NonFiniteError&) {
-      throw NonFiniteError(message);
-    } catch (const Error&) {
-      throw Error(message);
-    }
+    // The same type again; a type of the caller's own (derived from one of these) goes on as is.
+    const std::type_info& t = typeid(e);
+    if (t == typeid(ShapeError)) throw ShapeError(message);
+    if (t == typeid(DTypeError)) throw DTypeError(message);
+    if (t == typeid(ValueError)) throw ValueError(message);
+    if (t == typeid(IndexError)) throw IndexError(message);
+    if (t == typeid(ContextMismatch)) throw ContextMismatch(message);
+    if (t == typeid(FileError)) throw FileError(message);
+    if (t == typeid(DeviceError)) throw DeviceError(message);
+    if (t == typeid(OutOfMemory)) throw OutOfMemory(message);
+    if (t == typeid(NonFiniteError)) throw NonFiniteError(message);
+    if (t == typeid(Error)) throw Error(message);
+    throw;
   }
 }
 

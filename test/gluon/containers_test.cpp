@@ -144,6 +144,17 @@ BOOST_AUTO_TEST_CASE(errors_name_the_innermost_layer) {
                  message);
       BOOST_TEST(message.find(outer.name()) == std::string::npos, message);  // named once: the innermost
     }
+    // An error type of the caller's own is passed on as it is.
+    struct Mine : mx::ValueError {
+      using mx::ValueError::ValueError;
+    };
+    nn::Lambda raises([](const nd::NDArray&) -> nd::NDArray { throw Mine("mine"); });
+    try {
+      raises(nd::ones({2}, ctx));
+      BOOST_FAIL("no error");
+    } catch (const Mine& e) {
+      BOOST_TEST(std::string(e.what()) == "mine");
+    }
     nn::Sequential net;
     nn::Dense dense(4, "", true, 3);
     net.add(dense);
