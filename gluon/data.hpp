@@ -5,4 +5,5 @@
 #include "gluon/data/fashion_mnist.hpp"
 #include "gluon/data/transforms.hpp"
 #include "gluon/data/vision/cifar.hpp"
+#include "gluon/data/vision/image_datasets.hpp"
 #include "ndarray/ndarray.hpp"

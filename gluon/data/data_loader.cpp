@@ -66,6 +66,132 @@ ArrayDataset on_cpu(const ArrayDataset& dataset) {
   return ArrayDataset(dataset.data().as_in_context(cpu()), dataset.label().as_in_context(cpu()));
 }
 
+// Threads that run the items of one job at a time: run(count, fn) calls fn(i) for every i in
+// [0, count) on the workers and returns when all have run, rethrowing the first exception.
+class WorkerPool {
+ public:
+  explicit WorkerPool(int threads) {
+    for (int t = 0; t < threads; ++t) threads_.emplace_back([this] { work(); });
+  }
+  ~WorkerPool() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  void run(std::int64_t count, const std::function<void(std::int64_t)>& fn) {
+    const std::lock_guard one_job(run_mutex_);  // two epochs' threads may ask at once
+    std::unique_lock lock(mutex_);
+    fn_ = &fn;
+    count_ = count;
+    next_ = 0;
+    done_ = 0;
+    error_ = nullptr;
+    ++job_;
+    wake_.notify_all();
+    finished_.wait(lock, [this] { return done_ == count_; });
+    fn_ = nullptr;
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+ private:
+  void work() {
+    std::uint64_t seen = 0;
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stop_ || (job_ != seen && next_ < count_); });
+      if (stop_) return;
+      while (next_ < count_) {
+        const std::int64_t i = next_++;
+        const auto* fn = fn_;
+        lock.unlock();
+        std::exception_ptr error;
+        try {
+          (*fn)(i);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        lock.lock();
+        if (error && !error_) error_ = error;
+        if (++done_ == count_) finished_.notify_all();
+      }
+      seen = job_;
+    }
+  }
+
+  std::mutex run_mutex_, mutex_;
+  std::condition_variable wake_, finished_;
+  const std::function<void(std::int64_t)>* fn_ = nullptr;
+  std::int64_t count_ = 0, next_ = 0, done_ = 0;
+  std::uint64_t job_ = 0;
+  std::exception_ptr error_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// Stacks arrays of one shape and dtype on cpu(0) into (n, shape...); mx::ShapeError /
+// mx::DTypeError naming `what`, the samples' positions in the epoch and both shapes otherwise.
+nd::NDArray stack(const std::vector<nd::NDArray>& parts, std::span<const std::int64_t> indices, const char* what) {
+  const nd::NDArray& first = parts.front();
+  std::vector<std::int64_t> dims{static_cast<std::int64_t>(parts.size())};
+  dims.insert(dims.end(), first.shape().begin(), first.shape().end());
+  nd::NDArray out(Shape(dims), cpu(), first.dtype());
+  const std::size_t bytes = static_cast<std::size_t>(first.size()) * dtype_size(first.dtype());
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const nd::NDArray& p = parts[i];
+    if (p.dtype() != first.dtype()) {
+      throw DTypeError(std::string("DataLoader: the ") + what + " of sample " + std::to_string(indices[i]) + " " +
+                       nd::describe(p) + " and of sample " + std::to_string(indices[0]) + " " + nd::describe(first) +
+                       " differ in dtype: a batch stacks samples of one dtype");
+    }
+    if (p.shape() != first.shape()) {
+      throw ShapeError(std::string("DataLoader: the ") + what + " of sample " + std::to_string(indices[i]) + " " +
+                       nd::describe(p) + " and of sample " + std::to_string(indices[0]) + " " + nd::describe(first) +
+                       " differ in shape: a batch stacks samples of one shape (resize or crop them in the sample "
+                       "transform)");
+    }
+    const nd::NDArray c = p.context() == cpu() ? p.contiguous() : p.as_in_context(cpu()).contiguous();
+    std::memcpy(static_cast<char*>(out.data()) + i * bytes, c.data(), bytes);
+  }
+  return out;
+}
+
+// The batches of a Dataset: its samples made on the workers, stacked.
+class SampleGatherer {
+ public:
+  SampleGatherer(std::shared_ptr<const Dataset> dataset, SampleTransform transform, int workers)
+      : dataset_(std::move(dataset)), transform_(std::move(transform)),
+        pool_(workers > 0 ? std::make_unique<WorkerPool>(workers) : nullptr) {}
+
+  Batch operator()(std::span<const std::int64_t> indices) const {
+    std::vector<nd::NDArray> data(indices.size()), labels(indices.size());
+    const std::function<void(std::int64_t)> make = [&](std::int64_t k) {
+      Sample s = dataset_->get(indices[static_cast<std::size_t>(k)]);
+      data[static_cast<std::size_t>(k)] = transform_ ? transform_(s.data) : s.data;
+      labels[static_cast<std::size_t>(k)] = s.label;
+    };
+    const auto count = static_cast<std::int64_t>(indices.size());
+    if (pool_) {
+      pool_->run(count, make);
+    } else {
+      for (std::int64_t k = 0; k < count; ++k) make(k);
+    }
+    nd::NDArray label = stack(labels, indices, "label");
+    if (label.ndim() == 2 && label.shape()[1] == 1) label = label.reshape({label.shape()[0]});
+    return {stack(data, indices, "data"), label};
+  }
+
+ private:
+  std::shared_ptr<const Dataset> dataset_;
+  SampleTransform transform_;
+  std::unique_ptr<WorkerPool> pool_;  // null: the loader's own thread makes the samples
+};
+
 }  // namespace
 
 namespace detail {
@@ -86,8 +212,8 @@ struct EpochPlan {
 // producer and joins it: a loop left early finishes at most the batch under way.
 class Prefetcher {
  public:
-  Prefetcher(ArrayDataset dataset, EpochPlan plan, BatchTransform transform)
-      : dataset_(std::move(dataset)), plan_(std::move(plan)), transform_(std::move(transform)),
+  Prefetcher(std::function<Batch(std::span<const std::int64_t>)> gather, EpochPlan plan, BatchTransform transform)
+      : gather_(std::move(gather)), plan_(std::move(plan)), transform_(std::move(transform)),
         thread_([this] { produce(); }) {}
 
   ~Prefetcher() {
@@ -157,7 +283,7 @@ class Prefetcher {
     const auto first = static_cast<std::size_t>(b * plan_.batch_size);
     const std::size_t count = std::min(static_cast<std::size_t>(plan_.batch_size), plan_.order.size() - first);
     const std::span<const std::int64_t> indices(plan_.order.data() + first, count);
-    Batch batch{gather_rows(dataset_.data(), indices), gather_rows(dataset_.label(), indices)};
+    Batch batch = gather_(indices);
     if (transform_) batch.data = apply_transform(batch.data, b);
     return batch;
   }
@@ -173,7 +299,7 @@ class Prefetcher {
     return out;
   }
 
-  const ArrayDataset dataset_;
+  const std::function<Batch(std::span<const std::int64_t>)> gather_;
   const EpochPlan plan_;
   const BatchTransform transform_;
 
@@ -194,10 +320,30 @@ class Prefetcher {
 
 DataLoader::DataLoader(ArrayDataset dataset, std::int64_t batch_size, bool shuffle, const std::string& last_batch,
                        BatchTransform transform)
-    : dataset_(on_cpu(dataset)), batch_size_(batch_size), shuffle_(shuffle), last_batch_(LastBatch::keep),
-      transform_(std::move(transform)), seed_generation_(mx::random::seed_generation()) {
-  if (batch_size <= 0) {
-    throw ValueError("DataLoader: batch_size must be positive, but it is " + std::to_string(batch_size));
+    : num_samples_(dataset.size()),
+      gather_([arrays = on_cpu(dataset)](std::span<const std::int64_t> indices) {
+        return Batch{gather_rows(arrays.data(), indices), gather_rows(arrays.label(), indices)};
+      }),
+      batch_size_(batch_size), shuffle_(shuffle), last_batch_(LastBatch::keep), transform_(std::move(transform)),
+      seed_generation_(mx::random::seed_generation()) {
+  check_options(last_batch);
+}
+
+DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, std::int64_t batch_size, bool shuffle,
+                       const std::string& last_batch, SampleTransform sample_transform, int num_workers,
+                       BatchTransform transform)
+    : num_samples_(dataset ? dataset->size() : 0), batch_size_(batch_size), shuffle_(shuffle),
+      last_batch_(LastBatch::keep), transform_(std::move(transform)), seed_generation_(mx::random::seed_generation()) {
+  if (!dataset) throw ValueError("DataLoader: the dataset is null");
+  if (num_workers < 0) throw ValueError("DataLoader: num_workers must be >= 0, got " + std::to_string(num_workers));
+  check_options(last_batch);
+  gather_ = [gatherer = std::make_shared<SampleGatherer>(std::move(dataset), std::move(sample_transform), num_workers)](
+                std::span<const std::int64_t> indices) { return (*gatherer)(indices); };
+}
+
+void DataLoader::check_options(const std::string& last_batch) {
+  if (batch_size_ <= 0) {
+    throw ValueError("DataLoader: batch_size must be positive, but it is " + std::to_string(batch_size_));
   }
   if (last_batch == "keep") {
     last_batch_ = LastBatch::keep;
@@ -225,7 +371,7 @@ DataLoader& DataLoader::shard(std::int64_t parts, std::int64_t index) {
   return *this;
 }
 
-std::int64_t DataLoader::samples_per_epoch() const { return (dataset_.size() + parts_ - 1) / parts_; }
+std::int64_t DataLoader::samples_per_epoch() const { return (num_samples_ + parts_ - 1) / parts_; }
 
 std::int64_t DataLoader::size() const {
   return batches_for(static_cast<std::int64_t>(rolled_over_.size()) + samples_per_epoch());
@@ -237,7 +383,7 @@ std::vector<std::int64_t> DataLoader::next_sample_order() {
     epoch_ = 0;
   }
   const std::uint64_t epoch = epoch_++;
-  std::vector<std::int64_t> order(static_cast<std::size_t>(dataset_.size()));
+  std::vector<std::int64_t> order(static_cast<std::size_t>(num_samples_));
   std::iota(order.begin(), order.end(), std::int64_t{0});
   if (shuffle_) shuffle(order, mx::random::current_seed(), epoch);
   if (parts_ == 1 || order.empty()) return order;
@@ -263,7 +409,7 @@ DataLoader::Iterator DataLoader::begin() {
   const auto used = std::min(plan.order.size(), static_cast<std::size_t>(plan.num_batches * batch_size_));
   if (last_batch_ == LastBatch::rollover) rolled_over_.assign(plan.order.begin() + used, plan.order.end());
   plan.order.resize(used);
-  return Iterator(std::make_shared<detail::Prefetcher>(dataset_, std::move(plan), transform_));
+  return Iterator(std::make_shared<detail::Prefetcher>(gather_, std::move(plan), transform_));
 }
 
 DataLoader::Iterator::Iterator(std::shared_ptr<detail::Prefetcher> epoch) : epoch_(std::move(epoch)) {

@@ -1,6 +1,7 @@
 #pragma once
-// mx::gluon::data::DataLoader: the batches of an ArrayDataset, epoch after epoch, as
-// mxnet.gluon.data.DataLoader(dataset, batch_size, shuffle, last_batch=...) gives them:
+// mx::gluon::data::DataLoader: the batches of an ArrayDataset or a Dataset, epoch after epoch, as
+// mxnet.gluon.data.DataLoader(dataset, batch_size, shuffle, last_batch=..., num_workers=...) gives
+// them:
 //
 //   namespace gdata = mx::gluon::data;
 //   gdata::DataLoader loader(gdata::FashionMNIST(true), 256, true, "keep", gdata::to_tensor);
@@ -13,12 +14,18 @@
 // two ahead of the loop, in CPU arrays: those of 256 KiB or more sit in pinned memory when a GPU is
 // present, so that copying them to the GPU runs at full speed. Leaving the loop early (break, an
 // exception) stops and joins that thread; an exception thrown while preparing a batch (by the
-// transform, say) is rethrown in the loop, at the batch that failed, with its type.
+// transform, or a corrupt image) is rethrown in the loop, at the batch that failed, with its type.
+// A Dataset's samples are made by num_workers threads (decoding and transforming images side by
+// side), then stacked:
+//
+//   auto images = std::make_shared<gdata::vision::ImageFolderDataset>("train/");
+//   gdata::DataLoader loader(images, 64, true, "keep", resize_to_224, 8, gdata::to_tensor);
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,6 +42,8 @@ struct Batch {
 // Applied to each data batch (B, ...) -> (B, ...) on the loader's thread, e.g. to_tensor. It gets
 // and should return cpu(0) arrays; it must keep the batch axis (else mx::ShapeError).
 using BatchTransform = std::function<nd::NDArray(const nd::NDArray&)>;
+// Applied to each sample's data on a worker (MXNet's dataset.transform_first), cpu(0) in and out.
+using SampleTransform = std::function<nd::NDArray(const nd::NDArray&)>;
 
 namespace detail {
 class Prefetcher;  // one epoch's thread and queue (data_loader.cpp)
@@ -55,6 +64,14 @@ class DataLoader {
   // Another value is an mx::ValueError. A dataset on a GPU is copied to cpu(0) once, here.
   DataLoader(ArrayDataset dataset, std::int64_t batch_size, bool shuffle = false,
              const std::string& last_batch = "keep", BatchTransform transform = {});
+  // A Dataset's batches: num_workers threads (0: the loader's own thread) call dataset->get and
+  // sample_transform for the samples of a batch; their data, which must then agree in shape and
+  // dtype (else mx::ShapeError / mx::DTypeError naming the samples), are stacked into (B, ...) and
+  // their labels into (B,) where each has one value, else (B, k); then transform. The same
+  // arguments otherwise; num_workers < 0 is an mx::ValueError.
+  DataLoader(std::shared_ptr<const Dataset> dataset, std::int64_t batch_size, bool shuffle = false,
+             const std::string& last_batch = "keep", SampleTransform sample_transform = {}, int num_workers = 0,
+             BatchTransform transform = {});
 
   // Data parallelism across processes: from now on each epoch gives only part `index` of
   // `parts` of its (shuffled) sample order, every parts-th sample from index on, after the order
@@ -68,7 +85,6 @@ class DataLoader {
   // The number of batches the next epoch gives (Python's len(loader)).
   std::int64_t size() const;
   std::int64_t batch_size() const { return batch_size_; }
-  const ArrayDataset& dataset() const { return dataset_; }
 
   // Starts an epoch: its thread begins preparing batches, and the first one is waited for (its
   // error, if any, is thrown here).
@@ -78,10 +94,14 @@ class DataLoader {
  private:
   enum class LastBatch { keep, discard, rollover };
 
+  void check_options(const std::string& last_batch);  // batch_size_ and last_batch: sets last_batch_
   std::int64_t batches_for(std::int64_t samples) const;
   std::vector<std::int64_t> next_sample_order();  // 0 .. N-1, shuffled if asked
 
-  ArrayDataset dataset_;  // on cpu(0)
+  std::int64_t num_samples_;
+  // The samples at the given indices of the epoch, stacked (the ArrayDataset's rows, or the
+  // Dataset's samples made by the workers).
+  std::function<Batch(std::span<const std::int64_t>)> gather_;
   std::int64_t batch_size_;
   bool shuffle_;
   LastBatch last_batch_;

@@ -1,12 +1,31 @@
 #pragma once
-// mx::gluon::data::ArrayDataset: samples stored as the rows of two arrays, as in
-// mxnet.gluon.data.ArrayDataset(data, label). Sample i is (data[i], label[i]).
+// The data sets: ArrayDataset, samples stored as the rows of two arrays, as in
+// mxnet.gluon.data.ArrayDataset(data, label) (sample i is (data[i], label[i])); and Dataset, the
+// base of data sets whose samples are made on demand (the image data sets decode them), as
+// mxnet.gluon.data.Dataset. A DataLoader takes either.
 #include <cstdint>
 #include <utility>
 
 #include "ndarray/core/array.hpp"
 
 namespace mx::gluon::data {
+
+// One sample of a Dataset, on cpu(0): its data (an image (height, width, channels) uint8, ...) and
+// its label, (k,) for k >= 1 values (one class; or a record's several labels).
+struct Sample {
+  nd::NDArray data;
+  nd::NDArray label;
+};
+
+// A data set of samples made on demand. get(i) is called by the DataLoader's workers, several at
+// once: it must be safe to call from several threads.
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual std::int64_t size() const = 0;
+  // Sample i; i outside [0, size()) is an mx::IndexError.
+  virtual Sample get(std::int64_t i) const = 0;
+};
 
 class ArrayDataset {
  public:
