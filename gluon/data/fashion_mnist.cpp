@@ -18,8 +18,8 @@ namespace {
 // IDX magic numbers: 0x0000 (zero), 0x08 (unsigned bytes), then the number of dimensions.
 constexpr std::uint32_t kImagesMagic = 2051;  // 0x00000803: (count, rows, cols) bytes
 constexpr std::uint32_t kLabelsMagic = 2049;  // 0x00000801: (count,) bytes
-constexpr std::size_t kImageBytes = FashionMNIST::kImageSize * FashionMNIST::kImageSize;
-constexpr char kDefaultRoot[] = "/usr/share/datasets/fashion-mnist";
+constexpr std::size_t kImageBytes = MNIST::kImageSize * MNIST::kImageSize;
+constexpr char kFashionRoot[] = "/usr/share/datasets/fashion-mnist";
 
 const std::array<std::string, FashionMNIST::kNumClasses> kTextLabels = {
     "t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "ankle boot"};
@@ -41,21 +41,25 @@ std::uint32_t big_endian_u32(const std::uint8_t* bytes) {
          std::uint32_t{bytes[3]};
 }
 
+// Which data set's files are read: its name in errors, and where a missing file's message points.
+struct Source {
+  std::string name;          // "MNIST", "FashionMNIST"
+  std::string missing_hint;  // "(set MNIST_DIR ...)"
+};
+
 // A gzip-compressed file open for reading through zlib. Every failure is an mx::FileError that names
-// the file: missing, unreadable, empty, not gzip, corrupt, or shorter than what is asked for.
+// the data set and the file: missing, unreadable, empty, not gzip, corrupt, or shorter than what is
+// asked for.
 class GzipFile {
  public:
-  explicit GzipFile(std::string path) : path_(std::move(path)) {
+  GzipFile(std::string path, const Source& source) : path_(std::move(path)), name_(source.name) {
     errno = 0;  // gzopen leaves errno set when the file cannot be opened, and 0 when out of memory
     file_ = gzopen(path_.c_str(), "rb");
     if (!file_) {
       const std::string reason = errno ? std::strerror(errno) : "out of memory";
-      std::string message = "FashionMNIST: cannot open " + in_quotes(path_) + ": " + reason;
+      std::string message = name_ + ": cannot open " + in_quotes(path_) + ": " + reason;
       std::error_code ignored;
-      if (!std::filesystem::exists(path_, ignored)) {
-        message += " (set FASHION_MNIST_DIR or pass the directory as root; the Debian package "
-                   "dataset-fashion-mnist installs the files in " + std::string(kDefaultRoot) + ")";
-      }
+      if (!std::filesystem::exists(path_, ignored)) message += " " + source.missing_hint;
       throw FileError(message);
     }
   }
@@ -64,6 +68,7 @@ class GzipFile {
   GzipFile& operator=(const GzipFile&) = delete;
 
   const std::string& path() const { return path_; }
+  const std::string& name() const { return name_; }  // the data set's
 
   // Reads exactly `bytes` uncompressed bytes; `what` names them in the error ("the header"). The
   // buffer grows as data arrives, so a header that announces more data than the file holds fails as
@@ -98,9 +103,9 @@ class GzipFile {
   void check_format(const std::uint8_t* first, std::size_t n) const {
     int code = Z_OK;
     zlib_message(&code);
-    if (n == 0 && code == Z_OK) throw FileError("FashionMNIST: " + in_quotes(path_) + " is empty");
+    if (n == 0 && code == Z_OK) throw FileError(name_ + ": " + in_quotes(path_) + " is empty");
     if (n > 0 && gzdirect(file_)) {
-      throw FileError("FashionMNIST: " + in_quotes(path_) + " is not a gzip file: it starts with bytes " +
+      throw FileError(name_ + ": " + in_quotes(path_) + " is not a gzip file: it starts with bytes " +
                       hex_bytes(first, std::min<std::size_t>(n, 4)) + ", a gzip file with 1f 8b");
     }
   }
@@ -116,8 +121,8 @@ class GzipFile {
   FileError read_error() const {
     int code = Z_OK;
     const std::string message = zlib_message(&code);
-    if (code == Z_ERRNO) return FileError("FashionMNIST: cannot read " + in_quotes(path_) + ": " + message);
-    return FileError("FashionMNIST: " + in_quotes(path_) + " is not a valid gzip stream (zlib: " + message + ")");
+    if (code == Z_ERRNO) return FileError(name_ + ": cannot read " + in_quotes(path_) + ": " + message);
+    return FileError(name_ + ": " + in_quotes(path_) + " is not a valid gzip stream (zlib: " + message + ")");
   }
 
   FileError truncated(const std::string& what, std::size_t wanted, std::size_t got) const {
@@ -126,12 +131,12 @@ class GzipFile {
     // Z_BUF_ERROR: the compressed stream itself stops in the middle; else the stream is complete but
     // holds less data than the header announced.
     const std::string how = code == Z_BUF_ERROR ? "the gzip stream is cut off" : "the data ends early";
-    return FileError("FashionMNIST: " + in_quotes(path_) + " is truncated: " + what + " needs " +
+    return FileError(name_ + ": " + in_quotes(path_) + " is truncated: " + what + " needs " +
                      std::to_string(wanted) + " bytes but only " + std::to_string(got) + " follow (" + how +
                      " after " + std::to_string(offset_) + " uncompressed bytes)");
   }
 
-  std::string path_;
+  std::string path_, name_;
   gzFile file_ = nullptr;
   std::size_t offset_ = 0;  // uncompressed bytes read so far
 };
@@ -140,7 +145,7 @@ class GzipFile {
 void read_magic(GzipFile& file, std::uint32_t expected, const char* kind) {
   const std::uint32_t magic = big_endian_u32(file.read_exactly(4, "the magic number").data());
   if (magic == expected) return;
-  std::string message = "FashionMNIST: " + in_quotes(file.path()) + " has IDX magic number " + std::to_string(magic) +
+  std::string message = file.name() + ": " + in_quotes(file.path()) + " has IDX magic number " + std::to_string(magic) +
                         ", expected " + std::to_string(expected) + " (" + kind + ")";
   if (magic == kImagesMagic) message += "; it is an images file";
   if (magic == kLabelsMagic) message += "; it is a labels file";
@@ -152,9 +157,9 @@ std::uint32_t read_images_header(GzipFile& file) {
   read_magic(file, kImagesMagic, "uint8 images");
   const auto header = file.read_exactly(12, "the rest of the header");
   const std::uint32_t rows = big_endian_u32(&header[4]), cols = big_endian_u32(&header[8]);
-  if (rows != FashionMNIST::kImageSize || cols != FashionMNIST::kImageSize) {
-    throw FileError("FashionMNIST: " + in_quotes(file.path()) + " holds images of " + std::to_string(rows) + "x" +
-                    std::to_string(cols) + " pixels; Fashion-MNIST's are 28x28");
+  if (rows != MNIST::kImageSize || cols != MNIST::kImageSize) {
+    throw FileError(file.name() + ": " + in_quotes(file.path()) + " holds images of " + std::to_string(rows) + "x" +
+                    std::to_string(cols) + " pixels; " + file.name() + "'s are 28x28");
   }
   return big_endian_u32(&header[0]);
 }
@@ -169,7 +174,7 @@ std::uint32_t read_labels_header(GzipFile& file) {
 nd::NDArray read_images(GzipFile& file, std::int64_t count) {
   const std::size_t bytes = static_cast<std::size_t>(count) * kImageBytes;
   const auto pixels = file.read_exactly(bytes, "the pixels of " + std::to_string(count) + " images");
-  return nd::array(pixels, {count, FashionMNIST::kImageSize, FashionMNIST::kImageSize}, cpu(), DType::uint8);
+  return nd::array(pixels, {count, MNIST::kImageSize, MNIST::kImageSize}, cpu(), DType::uint8);
 }
 
 // (count,) int32 on cpu(0), each checked to be a class.
@@ -177,8 +182,8 @@ nd::NDArray read_labels(GzipFile& file, std::int64_t count) {
   const auto bytes = file.read_exactly(static_cast<std::size_t>(count), std::to_string(count) + " labels");
   std::vector<std::int32_t> labels(bytes.begin(), bytes.end());
   for (std::size_t i = 0; i < labels.size(); ++i) {
-    if (labels[i] >= FashionMNIST::kNumClasses) {
-      throw FileError("FashionMNIST: " + in_quotes(file.path()) + ": label " + std::to_string(labels[i]) +
+    if (labels[i] >= MNIST::kNumClasses) {
+      throw FileError(file.name() + ": " + in_quotes(file.path()) + ": label " + std::to_string(labels[i]) +
                       " of sample " + std::to_string(i) + " is not a class; classes are 0 to 9");
     }
   }
@@ -186,14 +191,14 @@ nd::NDArray read_labels(GzipFile& file, std::int64_t count) {
 }
 
 // Both files of one split, the first num_samples samples (all when negative).
-ArrayDataset read_split(const std::string& root, bool train, std::int64_t num_samples) {
+ArrayDataset read_split(const std::string& root, bool train, std::int64_t num_samples, const Source& source) {
   const std::string prefix = train ? "train" : "t10k";
-  GzipFile images((std::filesystem::path(root) / (prefix + "-images-idx3-ubyte.gz")).string());
-  GzipFile labels((std::filesystem::path(root) / (prefix + "-labels-idx1-ubyte.gz")).string());
+  GzipFile images((std::filesystem::path(root) / (prefix + "-images-idx3-ubyte.gz")).string(), source);
+  GzipFile labels((std::filesystem::path(root) / (prefix + "-labels-idx1-ubyte.gz")).string(), source);
   const std::uint32_t image_count = read_images_header(images);
   const std::uint32_t label_count = read_labels_header(labels);
   if (image_count != label_count) {
-    throw FileError("FashionMNIST: " + in_quotes(images.path()) + " holds " + std::to_string(image_count) +
+    throw FileError(source.name + ": " + in_quotes(images.path()) + " holds " + std::to_string(image_count) +
                     " images but " + in_quotes(labels.path()) + " holds " + std::to_string(label_count) +
                     " labels; the counts must agree");
   }
@@ -201,18 +206,39 @@ ArrayDataset read_split(const std::string& root, bool train, std::int64_t num_sa
   return ArrayDataset(read_images(images, count), read_labels(labels, count));
 }
 
+Source mnist_source() {
+  return {"MNIST", "(set MNIST_DIR or pass the directory as root; MXNet downloads the four files into "
+                   "~/.mxnet/datasets/mnist)"};
+}
+
+Source fashion_source() {
+  return {"FashionMNIST", "(set FASHION_MNIST_DIR or pass the directory as root; the Debian package "
+                          "dataset-fashion-mnist installs the files in " + std::string(kFashionRoot) + ")"};
+}
+
+std::string root_or(const char* variable, const std::string& fallback) {
+  const char* dir = std::getenv(variable);
+  return dir && *dir ? dir : fallback;
+}
+
 }  // namespace
 
-FashionMNIST::FashionMNIST(bool train, const std::string& root, std::int64_t num_samples)
-    : FashionMNIST(Resolved{}, train, root.empty() ? default_root() : root, num_samples) {}
+MNIST::MNIST(bool train, const std::string& root, std::int64_t num_samples)
+    : MNIST(Resolved{}, train, root.empty() ? default_root() : root, num_samples, false) {}
 
-FashionMNIST::FashionMNIST(Resolved, bool train, std::string root, std::int64_t num_samples)
-    : ArrayDataset(read_split(root, train, num_samples)), train_(train), root_(std::move(root)) {}
+MNIST::MNIST(Resolved, bool train, std::string root, std::int64_t num_samples, bool fashion)
+    : ArrayDataset(read_split(root, train, num_samples, fashion ? fashion_source() : mnist_source())), train_(train),
+      root_(std::move(root)) {}
 
-std::string FashionMNIST::default_root() {
-  const char* dir = std::getenv("FASHION_MNIST_DIR");
-  return dir && *dir ? dir : kDefaultRoot;
+std::string MNIST::default_root() {
+  const char* home = std::getenv("HOME");
+  return root_or("MNIST_DIR", std::string(home && *home ? home : "") + "/.mxnet/datasets/mnist");
 }
+
+FashionMNIST::FashionMNIST(bool train, const std::string& root, std::int64_t num_samples)
+    : MNIST(Resolved{}, train, root.empty() ? default_root() : root, num_samples, true) {}
+
+std::string FashionMNIST::default_root() { return root_or("FASHION_MNIST_DIR", kFashionRoot); }
 
 std::vector<std::string> FashionMNIST::text_labels(const std::vector<std::int64_t>& labels) {
   std::vector<std::string> names;

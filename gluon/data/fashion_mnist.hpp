@@ -1,5 +1,5 @@
 #pragma once
-// mx::gluon::data::FashionMNIST: Zalando's Fashion-MNIST, 70,000 grayscale 28x28 images of ten
+// mx::gluon::data::MNIST and FashionMNIST. Fashion-MNIST is Zalando's: 70,000 grayscale 28x28 images of ten
 // kinds of clothing, read from the four gzip-compressed IDX files that MXNet downloads:
 //
 //   train-images-idx3-ubyte.gz  train-labels-idx1-ubyte.gz   60,000 training samples
@@ -23,7 +23,10 @@
 
 namespace mx::gluon::data {
 
-class FashionMNIST : public ArrayDataset {
+// MNIST's handwritten digits in the same four files (MXNet's gluon.data.vision.MNIST, whose
+// FashionMNIST derives from it): an empty root means $MNIST_DIR when set, else MXNet's cache,
+// ~/.mxnet/datasets/mnist. Everything else as FashionMNIST below.
+class MNIST : public ArrayDataset {
  public:
   static constexpr int kNumClasses = 10;
   static constexpr int kImageSize = 28;  // rows and columns of every image
@@ -34,13 +37,28 @@ class FashionMNIST : public ArrayDataset {
   //
   // A file that is missing, empty, not gzip-compressed, corrupt, truncated, of the wrong kind (IDX
   // magic number 2051 for images, 2049 for labels), with images other than 28x28, with labels
-  // outside [0, 10), or whose image and label counts differ throws mx::FileError naming the file
-  // and the values involved.
-  explicit FashionMNIST(bool train = true, const std::string& root = "", std::int64_t num_samples = -1);
+  // outside [0, 10), or whose image and label counts differ throws mx::FileError naming the data
+  // set, the file and the values involved.
+  explicit MNIST(bool train = true, const std::string& root = "", std::int64_t num_samples = -1);
 
   // data() is (N, 28, 28) uint8 on cpu(0) and label() is (N,) int32 on cpu(0) (ArrayDataset's).
   bool train() const { return train_; }
   const std::string& root() const { return root_; }  // the directory the files were read from
+
+  static std::string default_root();
+
+ protected:
+  struct Resolved {};  // tags the constructor that takes an already-resolved root
+  MNIST(Resolved, bool train, std::string root, std::int64_t num_samples, bool fashion);
+
+ private:
+  bool train_;
+  std::string root_;
+};
+
+class FashionMNIST : public MNIST {
+ public:
+  explicit FashionMNIST(bool train = true, const std::string& root = "", std::int64_t num_samples = -1);
 
   // $FASHION_MNIST_DIR when it is set and not empty, else /usr/share/datasets/fashion-mnist (where
   // the Debian package dataset-fashion-mnist installs the files).
@@ -51,18 +69,12 @@ class FashionMNIST : public ArrayDataset {
   // outside [0, 10) throws mx::IndexError.
   static std::vector<std::string> text_labels(const nd::NDArray& labels);
   static std::vector<std::string> text_labels(const std::vector<std::int64_t>& labels);
-
- private:
-  struct Resolved {};  // tags the constructor that takes an already-resolved root
-  FashionMNIST(Resolved, bool train, std::string root, std::int64_t num_samples);
-
-  bool train_;
-  std::string root_;
 };
 
-// The name MXNet gives it: mx::gluon::data::vision::FashionMNIST.
+// The names MXNet gives them: mx::gluon::data::vision::FashionMNIST and MNIST.
 namespace vision {
 using data::FashionMNIST;
+using data::MNIST;
 }
 
 }  // namespace mx::gluon::data

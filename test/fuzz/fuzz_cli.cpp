@@ -65,7 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   ndg_fuzz::expect(o.epochs >= 1 && o.epochs <= 1'000'000, "--epochs is from 1 to 1000000");
-  ndg_fuzz::expect(o.batch_size >= 1, "--batch-size is >= 1");
+  ndg_fuzz::expect(!o.batch_size || *o.batch_size >= 1, "--batch-size is each model's own or >= 1");
+  ndg_fuzz::expect(!o.resize, "no --resize where no model resizes");
   ndg_fuzz::expect(o.subset == -1 || o.subset >= 1, "--subset is all or >= 1");
   ndg_fuzz::expect(!o.lr || (std::isfinite(*o.lr) && *o.lr > 0), "--lr is a finite number > 0");
   ndg_fuzz::expect(o.dtype == "float32" || o.dtype == "bfloat16" || o.dtype == "float16", "--dtype is known");

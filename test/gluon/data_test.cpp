@@ -322,6 +322,33 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_dir_overrides_the_default_root) {
   }
 }
 
+// MNIST reads the same four files; its errors and its variable are its own.
+BOOST_AUTO_TEST_CASE(mnist_reads_the_same_files) {
+  const TempDir dir;
+  write_fake_split(dir, "train");
+  write_split(dir, "t10k", gzip(idx_images(2)), gzip(idx_labels({9, 0})));
+  const gdata::vision::MNIST train(true, dir.str());
+  BOOST_TEST(train.size() == 5);
+  BOOST_TEST(as_int64(train.label()) == (std::vector<std::int64_t>{3, 1, 4, 1, 5}), tt::per_element());
+  BOOST_TEST(train.data().asvector<std::uint8_t>()[(2 * 28 + 13) * 28 + 5] == fake_pixel(2, 13, 5));
+  BOOST_TEST(gdata::MNIST(false, dir.str()).size() == 2);
+  {
+    const ScopedEnv env("MNIST_DIR", dir.str());
+    BOOST_TEST(gdata::MNIST::default_root() == dir.str());
+    BOOST_TEST(gdata::MNIST().size() == 5);
+  }
+  {
+    const ScopedEnv unset("MNIST_DIR", std::nullopt);
+    BOOST_TEST(gdata::MNIST::default_root().ends_with("/.mxnet/datasets/mnist"));
+  }
+  write_split(dir, "t10k", gzip(idx_images(2)), gzip(idx_labels({9, 10})));
+  NDG_CHECK_THROWS_WITH(gdata::MNIST(false, dir.str()), mx::FileError, "MNIST: ", "label 10 of sample 1");
+  NDG_CHECK_THROWS_WITH(gdata::MNIST(true, dir.file("nowhere")), mx::FileError, "MNIST: cannot open", "MNIST_DIR");
+  // FashionMNIST is an MNIST, as in MXNet.
+  const gdata::MNIST& fashion = gdata::FashionMNIST(true, dir.str());
+  BOOST_TEST(fashion.size() == 5);
+}
+
 BOOST_AUTO_TEST_CASE(missing_file) {
   const TempDir dir;
   write_bytes(dir.file("train-images-idx3-ubyte.gz"), gzip(idx_images(5)));  // no labels file
