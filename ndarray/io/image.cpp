@@ -33,7 +33,7 @@ struct Pixels {
 // 65535 x 65535): 2^27, 400 MB as RGB, beyond any photograph a data set holds.
 constexpr std::int64_t kMaxPixels = std::int64_t{1} << 27;
 
-void check_extent(std::int64_t width, std::int64_t height, const std::string& what, const char* format) {
+[[maybe_unused]] void check_extent(std::int64_t width, std::int64_t height, const std::string& what, const char* format) {
   if (width < 1 || height < 1 || width * height > kMaxPixels) {
     throw FileError(what + ": a " + format + " image of " + std::to_string(width) + " x " + std::to_string(height) +
                     " pixels (ndgluon decodes up to 2^27 pixels)");
@@ -41,7 +41,7 @@ void check_extent(std::int64_t width, std::int64_t height, const std::string& wh
 }
 
 // OpenCV's RGB -> gray (cvtColor, 14-bit fixed point): 0.299 R + 0.587 G + 0.114 B, rounded.
-std::uint8_t gray_of(unsigned r, unsigned g, unsigned b) { return static_cast<std::uint8_t>((r * 4899 + g * 9617 + b * 1868 + 8192) >> 14); }
+[[maybe_unused]] std::uint8_t gray_of(unsigned r, unsigned g, unsigned b) { return static_cast<std::uint8_t>((r * 4899 + g * 9617 + b * 1868 + 8192) >> 14); }
 
 bool is_jpeg(std::string_view b) { return b.size() >= 3 && b[0] == '\xFF' && b[1] == '\xD8' && b[2] == '\xFF'; }
 bool is_png(std::string_view b) { return b.size() >= 8 && b.substr(0, 8) == std::string_view("\x89PNG\r\n\x1A\n", 8); }
@@ -267,7 +267,8 @@ std::string imencode(const nd::NDArray& image, const std::string& format, int qu
   if (s[0] < 1 || s[1] < 1 || s[0] > 65535 || s[1] > 65535) {
     throw ShapeError("imencode: an image of " + s.tuple_str() + " cannot be encoded (1 to 65535 pixels a side)");
   }
-  const int height = static_cast<int>(s[0]), width = static_cast<int>(s[1]), channels = gray2d ? 1 : static_cast<int>(s[2]);
+  [[maybe_unused]] const int height = static_cast<int>(s[0]), width = static_cast<int>(s[1]),
+                             channels = gray2d ? 1 : static_cast<int>(s[2]);
   const std::vector<std::uint8_t> pixels = image.asvector<std::uint8_t>();
   if (format == ".jpg" || format == ".jpeg") {
     if (quality < 1 || quality > 100) throw ValueError("imencode: JPEG quality must be 1 to 100, got " + std::to_string(quality));
