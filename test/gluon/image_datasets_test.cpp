@@ -1,5 +1,5 @@
-// vision::ImageFolderDataset and ImageRecordDataset, and the DataLoader over a Dataset: folders of
-// PNG files and an im2rec-style .rec/.idx written here, their samples decoded to the pixels
+// vision::ImageFolderDataset, ImageListDataset and ImageRecordDataset, and the DataLoader over a
+// Dataset: folders of PNG files, an im2rec .lst and an im2rec-style .rec/.idx written here, their samples decoded to the pixels
 // written, batches made by worker threads and stacked (labels (B,) or (B, k)), a sample
 // transform, and the typed errors of corrupt images, mixed sizes, empty class folders and bad
 // arguments.
@@ -123,6 +123,26 @@ BOOST_AUTO_TEST_CASE(image_record_samples_and_batches) {
   NDG_CHECK_THROWS_WITH(multi.get(1), mx::FileError, "multi.rec", "record 8", "neither a JPEG nor a PNG");
   NDG_CHECK_THROWS_WITH(multi.get(2), mx::IndexError, "ImageRecordDataset[2]", "2 samples");
   NDG_CHECK_THROWS_WITH(vision::ImageRecordDataset(dir.file("none.rec")), mx::FileError, "none.rec", "cannot open");
+}
+
+BOOST_AUTO_TEST_CASE(image_list_samples) {
+  const ndg_test::TempDir root;
+  write_folder(root);
+  ndg_test::write_bytes(root.file("train.lst"), "0\t1\tdog/c.png\n5\t0.5\t2\tcat/a.PNG\r\n\n");
+  const auto list = std::make_shared<vision::ImageListDataset>(root.str(), root.file("train.lst"));
+  BOOST_TEST(list->size() == 2);
+  BOOST_TEST(list->get(0).data.asvector<std::uint8_t>() == pixels(2, 6, 5), boost::test_tools::per_element());
+  BOOST_TEST(list->get(1).label.asvector<float>() == (std::vector<float>{0.5f, 2.0f}), boost::test_tools::per_element());
+  ndg_test::write_bytes(root.file("bad.lst"), "0\t1\tdog/c.png\n1\tdog/c.png\n");
+  NDG_CHECK_THROWS_WITH(vision::ImageListDataset(root.str(), root.file("bad.lst")), mx::FileError, "bad.lst", "line 2",
+                        "no label or no path");
+  ndg_test::write_bytes(root.file("nan.lst"), "0\tdog\tdog/c.png\n");
+  NDG_CHECK_THROWS_WITH(vision::ImageListDataset(root.str(), root.file("nan.lst")), mx::FileError, "line 1",
+                        "label 'dog' is not a number");
+  ndg_test::write_bytes(root.file("gone.lst"), "0\t1\tdog/none.png\n");
+  NDG_CHECK_THROWS_WITH(vision::ImageListDataset(root.str(), root.file("gone.lst")).get(0), mx::FileError, "none.png");
+  ndg_test::write_bytes(root.file("empty.lst"), "\n");
+  NDG_CHECK_THROWS_WITH(vision::ImageListDataset(root.str(), root.file("empty.lst")), mx::FileError, "lists no image");
 }
 
 BOOST_AUTO_TEST_CASE(bad_images_folders_and_arguments_are_typed_errors) {

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "context/error.hpp"
 #include "ndarray/io/image.hpp"
@@ -62,6 +64,44 @@ Sample ImageFolderDataset::get(std::int64_t i) const {
   const auto& [path, label] = items_[static_cast<std::size_t>(i)];
   const std::int32_t value = label;
   return {image::imread(path, flag_), nd::array(&value, DType::int32, {1}, cpu(), DType::int32)};
+}
+
+ImageListDataset::ImageListDataset(const std::string& root, const std::string& list_file, int flag) : flag_(flag) {
+  std::ifstream in(list_file);
+  if (!in) throw FileError("ImageListDataset: cannot open the list '" + list_file + "'");
+  std::string line;
+  for (std::int64_t number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    std::vector<std::string> fields;
+    for (std::size_t start = 0;;) {
+      const std::size_t tab = line.find('\t', start);
+      fields.push_back(line.substr(start, tab - start));
+      if (tab == std::string::npos) break;
+      start = tab + 1;
+    }
+    const auto bad = [&](const std::string& why) {
+      return FileError("ImageListDataset: '" + list_file + "', line " + std::to_string(number) + " (\"" + line +
+                       "\"): " + why + "; a line is index<TAB>label(s)<TAB>path");
+    };
+    if (fields.size() < 3 || fields.back().empty()) throw bad("no label or no path");
+    std::vector<float> labels;
+    for (std::size_t f = 1; f + 1 < fields.size(); ++f) {
+      char* end = nullptr;
+      const float v = std::strtof(fields[f].c_str(), &end);
+      if (fields[f].empty() || end != fields[f].c_str() + fields[f].size()) throw bad("label '" + fields[f] + "' is not a number");
+      labels.push_back(v);
+    }
+    items_.emplace_back((fs::path(root) / fields.back()).string(), std::move(labels));
+  }
+  if (items_.empty()) throw FileError("ImageListDataset: the list '" + list_file + "' lists no image");
+}
+
+Sample ImageListDataset::get(std::int64_t i) const {
+  check_index("ImageListDataset", i, size());
+  const auto& [path, labels] = items_[static_cast<std::size_t>(i)];
+  return {image::imread(path, flag_),
+          nd::array(labels.data(), DType::float32, {static_cast<std::int64_t>(labels.size())}, cpu(), DType::float32)};
 }
 
 ImageRecordDataset::ImageRecordDataset(const std::string& filename, int flag)

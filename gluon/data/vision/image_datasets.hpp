@@ -2,9 +2,10 @@
 // Data sets of encoded images, decoded on demand (by the DataLoader's workers), as
 // mxnet.gluon.data.vision's:
 //   ImageFolderDataset  root/<class>/<image>: a folder per class, classes in sorted order
+//   ImageListDataset    the images an im2rec .lst file lists ("index<TAB>label(s)<TAB>path")
 //   ImageRecordDataset  an im2rec .rec file with its .idx beside it
 // A sample is the image, (height, width, 3) uint8 RGB (flag 1) or (height, width, 1) (flag 0), and
-// its label: the class as (1,) int32, or a record's label(s) as (k,) float32.
+// its label: the class as (1,) int32, or a list line's or a record's label(s) as (k,) float32.
 //
 //   auto train = std::make_shared<gdata::vision::ImageFolderDataset>("data/train");
 //   train->synsets();   // {"cat", "dog"}
@@ -41,6 +42,22 @@ class ImageFolderDataset : public Dataset {
   int flag_;
   std::vector<std::string> synsets_;
   std::vector<std::pair<std::string, int>> items_;
+};
+
+class ImageListDataset : public Dataset {
+ public:
+  // list_file: im2rec's .lst, a line per image, "index<TAB>label<TAB>...<TAB>path" (at least one
+  // label), the paths relative to root, as MXNet's ImageListDataset(root, imglist). mx::FileError
+  // naming the file and the line for a line without a label or path, or with a label that is not a
+  // number; an empty list is an mx::FileError too.
+  ImageListDataset(const std::string& root, const std::string& list_file, int flag = 1);
+
+  std::int64_t size() const override { return static_cast<std::int64_t>(items_.size()); }
+  Sample get(std::int64_t i) const override;  // mx::FileError naming a missing or corrupt image
+
+ private:
+  int flag_;
+  std::vector<std::pair<std::string, std::vector<float>>> items_;  // (path, labels)
 };
 
 class ImageRecordDataset : public Dataset {
