@@ -144,16 +144,13 @@ nd::NDArray stack(const std::vector<nd::NDArray>& parts, std::span<const std::in
   const std::size_t bytes = static_cast<std::size_t>(first.size()) * dtype_size(first.dtype());
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const nd::NDArray& p = parts[i];
-    if (p.dtype() != first.dtype()) {
-      throw DTypeError(std::string("DataLoader: the ") + what + " of sample " + std::to_string(indices[i]) + " " +
-                       nd::describe(p) + " and of sample " + std::to_string(indices[0]) + " " + nd::describe(first) +
-                       " differ in dtype: a batch stacks samples of one dtype");
-    }
+    const auto differ = [&](const std::string& why) {
+      return std::string("DataLoader: the ") + what + " of sample " + std::to_string(indices[i]) + " " + nd::describe(p) +
+             " and of sample " + std::to_string(indices[0]) + " " + nd::describe(first) + " differ in " + why;
+    };
+    if (p.dtype() != first.dtype()) throw DTypeError(differ("dtype: a batch stacks samples of one dtype"));
     if (p.shape() != first.shape()) {
-      throw ShapeError(std::string("DataLoader: the ") + what + " of sample " + std::to_string(indices[i]) + " " +
-                       nd::describe(p) + " and of sample " + std::to_string(indices[0]) + " " + nd::describe(first) +
-                       " differ in shape: a batch stacks samples of one shape (resize or crop them in the sample "
-                       "transform)");
+      throw ShapeError(differ("shape: a batch stacks samples of one shape (resize or crop them in the sample transform)"));
     }
     const nd::NDArray c = p.context() == cpu() ? p.contiguous() : p.as_in_context(cpu()).contiguous();
     std::memcpy(static_cast<char*>(out.data()) + i * bytes, c.data(), bytes);
