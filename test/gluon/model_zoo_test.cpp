@@ -9,6 +9,7 @@
 #include "test/support/files.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <tuple>
@@ -440,8 +441,27 @@ void check_model(const std::string& model, std::int64_t size, bool thumbnail = f
       const double tol = ctx.is_gpu() ? 1e-3 : 1e-5;
       BOOST_TEST(ndg_test::relative_error(hybrid.y, eager.y) < tol);
       BOOST_TEST(hybrid.grads.size() == eager.grads.size());
+      // A gradient that is zero in exact arithmetic (a convolution's bias before BatchNorm, which
+      // removes the mean) is rounding noise in both passes, and GPUs sum in another order when
+      // hybridized: each array's error is relative to its own norm or, if larger, to a floor of
+      // 1e-3 of the largest root-mean-square gradient of the model per element.
+      double largest_rms = 0;
       for (const auto& [key, grad] : eager.grads) {
-        BOOST_TEST(ndg_test::relative_error(hybrid.grads.at(key), grad) < tol, key);
+        double squares = 0;
+        for (double g : grad) squares += g * g;
+        if (!grad.empty()) largest_rms = std::max(largest_rms, std::sqrt(squares / static_cast<double>(grad.size())));
+      }
+      for (const auto& [key, grad] : eager.grads) {
+        const std::vector<double>& got = hybrid.grads.at(key);
+        double diff = 0, norm = 0;
+        for (std::size_t i = 0; i < grad.size() && i < got.size(); ++i) {
+          diff += (got[i] - grad[i]) * (got[i] - grad[i]);
+          norm += grad[i] * grad[i];
+        }
+        const double floor = 1e-3 * largest_rms * std::sqrt(static_cast<double>(grad.size()));
+        BOOST_TEST(got.size() == grad.size(), key);
+        BOOST_TEST(std::sqrt(diff) < tol * std::max(std::sqrt(norm), floor), key << ": |hybridized - eager| = " << std::sqrt(diff)
+                                                                                 << ", |eager| = " << std::sqrt(norm));
       }
       const ndg_test::TempDir dir;
       const nd::NDArray predicted = (*net)(x);

@@ -113,9 +113,9 @@ BOOST_AUTO_TEST_CASE(slices_over_the_gpus_give_the_whole_batch, *boost::unit_tes
                                                        .key = "slices"};
   for (unsigned step = 0; step < 3; ++step) {
     BOOST_TEST_CONTEXT("step " << step << " on " << n << " GPUs") {
-      Values x = ndg_test::uniform_values(static_cast<std::size_t>(shape.size()), 40 + step);
+      Values x = ndg_test::uniform_values(static_cast<std::size_t>(shape.numel()), 40 + step);
       for (double& v : x) v = 3 * v + step;  // away from zero, as activations are
-      const Values r = ndg_test::uniform_values(static_cast<std::size_t>(shape.size()), 50 + step);
+      const Values r = ndg_test::uniform_values(static_cast<std::size_t>(shape.numel()), 50 + step);
       const Step ref = train_step(
           [&](const nd::NDArray& a, const nd::NDArray& g, const nd::NDArray& b) {
             return nd::BatchNorm(a, g, b, ref_mean, ref_var, bn_options);
