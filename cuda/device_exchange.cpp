@@ -15,6 +15,7 @@
 
 #include "context/error.hpp"
 #include "cuda/check.hpp"
+#include "cuda/module_preload.hpp"
 
 namespace mx::cuda {
 namespace {
@@ -94,6 +95,8 @@ ExchangeView exchange_view(const std::string& key, int ranks, std::int64_t lengt
                         " GPUs that already has " + joined);
     }
     at = g.devices.insert(g.devices.end(), device);
+    // Before this GPU's first exchange kernel spins (Note [lazy loading and the exchange]).
+    if (ranks > 1) preload_modules(device);
   }
   ExchangeView v = g.view;
   v.rank = static_cast<int>(at - g.devices.begin());

@@ -17,8 +17,9 @@
 // got there) sets the group's failed flag and goes on; the next use of the group throws.
 //
 // Known hazard: anything that makes the host wait for a GPU's stream between that GPU's round and
-// the other GPUs' (a stream synchronisation, cuDNN's autotuning, and, likely, CUDA's lazy loading
-// of a kernel launched for the first time) stalls the round until the timeout.
+// the other GPUs' (a stream synchronisation, cuDNN's autotuning, CUDA's lazy loading of a kernel
+// launched for the first time) stalls the round until the timeout. ndgluon's own kernels are
+// loaded when a GPU joins a group (Note [lazy loading and the exchange], cuda/module_preload.hpp).
 //
 // Host-mapped memory, not NCCL: NCCL's calls for several GPUs of one thread must be issued
 // together (a group call), which the turn-by-turn loop cannot do. The memory is taken from one

@@ -5,6 +5,9 @@
 #include <cstring>
 
 #include "cuda/launch.hpp"
+#include "cuda/module_preload.hpp"
+
+NDG_CUDA_MODULE_ANCHOR()
 
 namespace mx::cuda {
 namespace {

@@ -11,6 +11,9 @@
 #include "cuda/device_guard.hpp"
 #include "cuda/launch.hpp"
 #include "ndarray/core/half.hpp"
+#include "cuda/module_preload.hpp"
+
+NDG_CUDA_MODULE_ANCHOR()
 
 namespace mx::cuda {
 namespace {

@@ -16,6 +16,9 @@
 #include "cuda/launch.hpp"
 #include "ndarray/ops/conv_kernels.hpp"
 #include "ndarray/ops/reduce_kernels.hpp"
+#include "cuda/module_preload.hpp"
+
+NDG_CUDA_MODULE_ANCHOR()
 
 namespace mx::op::gpu {
 namespace {

@@ -8,6 +8,9 @@
 #include "ndarray/ops/nn_kernels.hpp"
 #ifdef NDG_HAVE_CUDNN
 #include "cuda/cudnn_conv.hpp"
+#include "cuda/module_preload.hpp"
+
+NDG_CUDA_MODULE_ANCHOR()
 #endif
 
 namespace mx::op::gpu {

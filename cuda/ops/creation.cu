@@ -5,6 +5,9 @@
 #include "cuda/launch.hpp"
 #include "ndarray/ops/creation_kernels.hpp"
 #include "ndarray/ops/functors.hpp"
+#include "cuda/module_preload.hpp"
+
+NDG_CUDA_MODULE_ANCHOR()
 
 namespace mx::op::gpu {
 namespace {

@@ -5,6 +5,9 @@
 #include "ndarray/ops/elementwise_functors.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
 #include "ndarray/ops/op_table.hpp"
+#include "cuda/module_preload.hpp"
+
+NDG_CUDA_MODULE_ANCHOR()
 
 namespace mx::op::gpu {
 namespace {

@@ -3,6 +3,9 @@
 // holds it.
 #include "cuda/launch.hpp"
 #include "ndarray/graph/fused_kernels.hpp"
+#include "cuda/module_preload.hpp"
+
+NDG_CUDA_MODULE_ANCHOR()
 
 namespace mx::op::gpu {
 namespace {

@@ -4,6 +4,9 @@
 #include "cuda/check.hpp"
 #include "cuda/launch.hpp"
 #include "ndarray/ops/image_kernels.hpp"
+#include "cuda/module_preload.hpp"
+
+NDG_CUDA_MODULE_ANCHOR()
 
 namespace mx::op::gpu {
 namespace {

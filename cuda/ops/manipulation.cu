@@ -2,6 +2,9 @@
 // CPU loops; the pick element functions are shared with them in manipulation_kernels.hpp).
 #include "cuda/launch.hpp"
 #include "ndarray/ops/manipulation_kernels.hpp"
+#include "cuda/module_preload.hpp"
+
+NDG_CUDA_MODULE_ANCHOR()
 
 namespace mx::op::gpu {
 namespace {

@@ -4,6 +4,9 @@
 #include "cuda/launch.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
 #include "ndarray/ops/nn_kernels.hpp"
+#include "cuda/module_preload.hpp"
+
+NDG_CUDA_MODULE_ANCHOR()
 
 namespace mx::op::gpu {
 namespace {

@@ -3,6 +3,9 @@
 // ndarray/functors.hpp.
 #include "cuda/launch.hpp"
 #include "ndarray/ops/optimizer_kernels.hpp"
+#include "cuda/module_preload.hpp"
+
+NDG_CUDA_MODULE_ANCHOR()
 
 namespace mx::op::gpu {
 namespace {

@@ -4,6 +4,9 @@
 // either way. Both through the element functions of conv_kernels.hpp.
 #include "cuda/launch.hpp"
 #include "ndarray/ops/conv_kernels.hpp"
+#include "cuda/module_preload.hpp"
+
+NDG_CUDA_MODULE_ANCHOR()
 
 namespace mx::op::gpu {
 namespace {

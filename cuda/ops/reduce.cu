@@ -13,6 +13,9 @@
 #include "ndarray/ops/functors.hpp"
 #include "ndarray/ops/op_table.hpp"
 #include "ndarray/ops/reduce_kernels.hpp"
+#include "cuda/module_preload.hpp"
+
+NDG_CUDA_MODULE_ANCHOR()
 
 namespace mx::op::gpu {
 namespace {

@@ -6,6 +6,9 @@
 
 #include "cuda/launch.hpp"
 #include "ndarray/ops/softmax_kernels.hpp"
+#include "cuda/module_preload.hpp"
+
+NDG_CUDA_MODULE_ANCHOR()
 
 namespace mx::op::gpu {
 namespace {

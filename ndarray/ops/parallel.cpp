@@ -50,7 +50,7 @@ int physical_cores(const std::string& root, const std::vector<int>& cpus) {
 }  // namespace
 
 int cpu_team_cap(const std::string& root, const std::vector<int>& cpus) {
-  return std::max(1, std::min(cgroup_quota(root), physical_cores(root, cpus)));
+  return std::max(1, std::min({cgroup_quota(root), physical_cores(root, cpus), kDefaultTeamLimit}));
 }
 
 int cpu_team() {

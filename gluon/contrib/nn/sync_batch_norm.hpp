@@ -10,12 +10,16 @@
 //   contrib::nn::SyncBatchNorm()                          // ndev: the contexts it was initialised on
 //   contrib::nn::SyncBatchNorm({.in_channels = 16}, 2)
 //
-// Status: on 2 H200 the layer's data-parallel steps match one context (test/gluon), but a GPU's
-// exchange can wait for the other until NDG_EXCHANGE_TIMEOUT when the host, meanwhile, launches a
-// kernel on that GPU for the first time in the process (CUDA's lazy module loading may then
-// synchronise the context: the likeliest cause, not yet confirmed), and after a timeout the
-// statistics are wrong. BN-LeNet on 2 GPUs did not finish its 10 epochs within 100 s so. Not yet
-// for use across GPUs.
+// Status (2 H200, 2026-11-28): the op's float64 steps over uneven slices and the layer's
+// data-parallel steps match one context on the whole batch, in fresh processes, with CUDA's lazy
+// loading (ndgluon's kernels are loaded when a GPU first joins a group: Note [lazy loading and the
+// exchange], cuda/module_preload.hpp). BN-LeNet of tutorials/lenet with this layer on 2 GPUs still
+// stalls in its first step (a GPU's exchange times out, NDG_EXCHANGE_TIMEOUT, and the next step
+// throws naming the layer), with lazy or eager loading alike: something in that first step makes
+// the host wait for a GPU whose exchange waits (deferred initialisation of the parameters and
+// cuDNN's first use of a shape are the candidates; not established). Until then, initialise the
+// parameters with their shapes (or by one forward per context outside record()) before the first
+// data-parallel step.
 //
 // num_devices 0 (MXNet's None) takes the number of contexts the parameters live on, where MXNet
 // takes every GPU of the machine. In prediction (outside record() / train_mode) it normalises by

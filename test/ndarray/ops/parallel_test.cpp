@@ -1,6 +1,6 @@
 // The CPU loops' team (ndarray/ops/parallel.hpp): its cap read from forged /sys trees (a cgroup
 // quota, hyperthreaded cores, both, neither), OMP_NUM_THREADS winning over the cap, and a loop's
-// threads: one per grain of work, at most the team.
+// threads: none but the caller's below the threshold, else the whole team.
 #include "test/support/boost_test.hpp"
 #include "test/support/files.hpp"
 
@@ -57,17 +57,21 @@ BOOST_AUTO_TEST_CASE(the_cgroup_quota_rounded_up) {
   forge_topology(root, 32, 1);
   forge_quota(root, "1550000 100000\n");  // 15.5 CPUs
   BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(32)) == 16);
-  forge_quota(root, "max 100000\n");
-  BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(32)) == 32);
+  forge_quota(root, "1050000 100000\n");  // 10.5 CPUs
+  BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(32)) == 11);
+  forge_quota(root, "max 100000\n");  // no quota: 32 cores, at most kDefaultTeamLimit
+  BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(32)) == mx::op::kDefaultTeamLimit);
   forge_quota(root, "50000 100000\n");  // half a CPU: still one thread
   BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(32)) == 1);
 }
 
-BOOST_AUTO_TEST_CASE(no_cap_without_quota_or_topology) {
+BOOST_AUTO_TEST_CASE(only_the_default_limit_without_quota_or_topology) {
   const ndg_test::TempDir root;
-  BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(8)) == INT_MAX);
+  BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(8)) == mx::op::kDefaultTeamLimit);
   forge_topology(root, 2, 1);  // cpus 2.. have no topology: unreadable, no cap from it
-  BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(8)) == INT_MAX);
+  BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(8)) == mx::op::kDefaultTeamLimit);
+  forge_topology(root, 4, 1);
+  BOOST_TEST(mx::op::cpu_team_cap(root.str(), first(4)) == 4);
 }
 
 BOOST_AUTO_TEST_CASE(omp_num_threads_wins) {
@@ -77,16 +81,17 @@ BOOST_AUTO_TEST_CASE(omp_num_threads_wins) {
   BOOST_TEST(mx::op::cpu_team() == std::atoi(threads));
 }
 
-BOOST_AUTO_TEST_CASE(a_thread_per_grain_of_work) {
+BOOST_AUTO_TEST_CASE(small_loops_inline_and_large_ones_on_the_whole_team) {
   using mx::op::kParallelThreshold;
   using mx::op::threads_for;
   const int team = mx::op::cpu_team();
   BOOST_TEST(threads_for(0) == 1);
-  BOOST_TEST(threads_for(kParallelThreshold) == 1);
-  BOOST_TEST(threads_for(kParallelThreshold + 1) == std::min(team, 2));
+  BOOST_TEST(threads_for(kParallelThreshold - 1) == 1);
+  BOOST_TEST(threads_for(kParallelThreshold) == team);
+  BOOST_TEST(threads_for(kParallelThreshold + 1) == team);
   BOOST_TEST(threads_for(std::int64_t{1} << 40) == team);
   // The loops run on that many threads.
-  for (const std::int64_t n : {kParallelThreshold, 2 * kParallelThreshold, 64 * kParallelThreshold}) {
+  for (const std::int64_t n : {kParallelThreshold - 1, kParallelThreshold, 64 * kParallelThreshold}) {
     std::atomic<int> most{0};
     mx::op::parallel_for(n, [&](std::int64_t) {
       const int t = omp_get_num_threads();

@@ -89,14 +89,10 @@ BOOST_AUTO_TEST_CASE(one_device_is_batch_norm_on_axis_1) {
 }
 
 // Three steps of a batch of 7 (slices of 4 and 3 on two GPUs; 3, 2, 2 on three ...), float64,
-// against BatchNorm on the whole batch on cpu(0).
-// Disabled: on 2 H200 gpu(0)'s exchange timed out here (and the values after it were wrong). The
-// host queues new work on gpu(0) (the product with r, its sum) while gpu(0)'s exchange waits for
-// gpu(1); the likeliest cause is CUDA's lazy module loading, whose first launch of a kernel may
-// synchronise the context (test/gluon's data-parallel case, whose kernels were loaded by earlier
-// cases, passes). Enable it with the fix.
-BOOST_AUTO_TEST_CASE(slices_over_the_gpus_give_the_whole_batch, *boost::unit_test::precondition(ndg_test::needs_gpus{2}) *
-                                                                     boost::unit_test::disabled()) {
+// against BatchNorm on the whole batch on cpu(0). In a fresh process, the host's first launches of
+// kernels on a GPU whose exchange is waiting must not stall it (Note [lazy loading and the
+// exchange], cuda/module_preload.hpp).
+BOOST_AUTO_TEST_CASE(slices_over_the_gpus_give_the_whole_batch, *boost::unit_test::precondition(ndg_test::needs_gpus{2})) {
   const int n = mx::num_gpus();
   const std::int64_t batch = 7, channels = 3;
   const mx::Shape shape{batch, channels, 2, 2};
