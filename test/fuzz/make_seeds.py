@@ -11,8 +11,9 @@ inside the formats rather than having to discover their magic numbers:
                   magic number), alone or after "IDX\n" and an .idx and a NUL
   cifar           a format byte (0 CIFAR-10, 1 CIFAR-100 coarse, 3 fine), then records of label
                   byte(s) and 3072 image bytes
-  image           a flag byte (0 gray, 1 color), then PNGs (RGB, RGBA, 16-bit gray, palette) and two
-                  8x8 JPEGs (color 4:2:0 and gray, quality 75, made once with mx::image::imencode)
+  image           a flag byte (0 gray, 1 color, 2 as stored), then PNGs (RGB, RGBA, 16-bit gray,
+                  palette) and two 8x8 JPEGs (color 4:2:0 and gray, quality 75, made once with
+                  mx::image::imencode)
 """
 import gzip
 import json
@@ -216,6 +217,8 @@ write("image", "png_rgba", b"\1" + png(3, 1, 8, 6, rgba_rows))
 write("image", "png_gray16", b"\0" + png(2, 1, 16, 0, [b"\x12\x34\xab\xcd"]))
 write("image", "png_palette", b"\1" + png(2, 1, 8, 3, [b"\0\1"], png_chunk(b"PLTE", bytes([1, 2, 3, 4, 5, 6]))))
 write("image", "jpeg_gray", b"\1" + JPEG_GRAY)
+write("image", "jpeg_gray_as_stored", b"\2" + JPEG_GRAY)
+write("image", "png_gray16_as_stored", b"\2" + png(2, 1, 16, 0, [b"\x12\x34\xab\xcd"]))
 
 
 # --- cifar --------------------------------------------------------------------------------------
