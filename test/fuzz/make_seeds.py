@@ -11,8 +11,11 @@ inside the formats rather than having to discover their magic numbers:
                   magic number), alone or after "IDX\n" and an .idx and a NUL
   cifar           a format byte (0 CIFAR-10, 1 CIFAR-100 coarse, 3 fine), then records of label
                   byte(s) and 3072 image bytes
-  image           a flag byte (0 gray, 1 color), then PNGs (RGB, RGBA, 16-bit gray, palette) and two
-                  8x8 JPEGs (color 4:2:0 and gray, quality 75, made once with mx::image::imencode)
+  image           a flag byte (0 gray, 1 color, 2 as stored), then PNGs (RGB, RGBA, 16-bit gray,
+                  palette) and two 8x8 JPEGs (color 4:2:0 and gray, quality 75, made once with
+                  mx::image::imencode)
+  image_list      im2rec .lst files: as --list writes them, several labels, CRLF and CR line ends,
+                  spaces around fields, and lines the reader refuses
 """
 import gzip
 import json
@@ -216,6 +219,17 @@ write("image", "png_rgba", b"\1" + png(3, 1, 8, 6, rgba_rows))
 write("image", "png_gray16", b"\0" + png(2, 1, 16, 0, [b"\x12\x34\xab\xcd"]))
 write("image", "png_palette", b"\1" + png(2, 1, 8, 3, [b"\0\1"], png_chunk(b"PLTE", bytes([1, 2, 3, 4, 5, 6]))))
 write("image", "jpeg_gray", b"\1" + JPEG_GRAY)
+write("image", "jpeg_gray_as_stored", b"\2" + JPEG_GRAY)
+write("image", "png_gray16_as_stored", b"\2" + png(2, 1, 16, 0, [b"\x12\x34\xab\xcd"]))
+
+
+# --- image_list ---------------------------------------------------------------------------------
+write("image_list", "as_written", "0\t0.000000\tcat/a.png\n4\t1.000000\tdog/b.jpg\n2\t0.000000\tcat/c.JPEG\n")
+write("image_list", "several_labels", "7\t0.5\t-2\t1e3\tinf\tnan\tdeep/folder/x.png\n+8\t1\t2\ty.png\n")
+write("image_list", "line_ends_and_spaces", " 1 \t 3.25 \t a b.png \r\n\r\n2\t1\tc.png\r3\t-0\td.png")
+write("image_list", "bad_index", "1.5\t1\ta.png\n")
+write("image_list", "bad_label", "0\tdog\ta.png\n")
+write("image_list", "no_path", "0\t1\n")
 
 
 # --- cifar --------------------------------------------------------------------------------------

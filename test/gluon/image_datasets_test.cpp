@@ -2,12 +2,16 @@
 // Dataset: folders of PNG files, an im2rec .lst and an im2rec-style .rec/.idx written here, their samples decoded to the pixels
 // written, batches made by worker threads and stacked (labels (B,) or (B, k)), a sample
 // transform, and the typed errors of corrupt images, mixed sizes, empty class folders and bad
-// arguments.
+// arguments. The ndgluon-im2rec program's lists and records, read back by ImageListDataset and
+// ImageRecordDataset, and its errors.
 #include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
 #include "test/support/files.hpp"
 
+#include <sys/wait.h>
+
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -52,6 +56,30 @@ void write_folder(const ndg_test::TempDir& root) {
 }
 
 bool has_png(boost::unit_test::test_unit_id) { return mx::image::has_png(); }
+
+// The ndgluon-im2rec program, which meson test names in $NDG_IM2REC.
+boost::test_tools::assertion_result has_im2rec(boost::unit_test::test_unit_id) {
+  const char* program = std::getenv("NDG_IM2REC");
+  boost::test_tools::assertion_result r(program != nullptr && std::filesystem::exists(program));
+  r.message() << "$NDG_IM2REC does not name the ndgluon-im2rec program (meson test sets it)";
+  return r;
+}
+
+struct Run {
+  int status;
+  std::string output;  // stdout and stderr
+};
+
+// Runs ndgluon-im2rec with `args` (paths single-quoted by the caller), its output kept in dir.
+Run im2rec(const std::string& args, const ndg_test::TempDir& dir) {
+  const std::string log = dir.file("im2rec.log");
+  const int raw = std::system(("'" + std::string(std::getenv("NDG_IM2REC")) + "' " + args + " > '" + log + "' 2>&1").c_str());
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, ndg_test::read_bytes(log)};
+}
+
+std::string quoted(const std::string& path) { return "'" + path + "'"; }
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -143,6 +171,79 @@ BOOST_AUTO_TEST_CASE(image_list_samples) {
   NDG_CHECK_THROWS_WITH(vision::ImageListDataset(root.str(), root.file("gone.lst")).get(0), mx::FileError, "none.png");
   ndg_test::write_bytes(root.file("empty.lst"), "\n");
   NDG_CHECK_THROWS_WITH(vision::ImageListDataset(root.str(), root.file("empty.lst")), mx::FileError, "lists no image");
+}
+
+// The folder listed with --recursive and packed by two threads into PNG records: ImageListDataset
+// and ImageRecordDataset give the same samples, with each class folder's label, in the list's
+// order, with the pixels written.
+BOOST_AUTO_TEST_CASE(im2rec_lists_and_records_read_back, *boost::unit_test::precondition(has_im2rec)) {
+  const ndg_test::TempDir root, out;
+  write_folder(root);
+  const std::string data = quoted(out.file("data")), images = quoted(root.str());
+  Run run = im2rec("--list --recursive --no-shuffle " + data + " " + images, out);
+  BOOST_TEST_REQUIRE(run.status == 0, run.output);
+  BOOST_TEST(contains(run.output, "cat 0\ndog 1\n"), run.output);
+  BOOST_TEST(ndg_test::read_bytes(out.file("data.lst")) == "0\t0.000000\tcat/a.PNG\n1\t0.000000\tcat/b.png\n2\t1.000000\tdog/c.png\n");
+  run = im2rec("--num-thread 2 --encoding .png " + data + " " + images, out);
+  BOOST_TEST_REQUIRE(run.status == 0, run.output);
+  BOOST_TEST(contains(run.output, "3 images packed, 0 skipped"), run.output);
+  const vision::ImageListDataset list(root.str(), out.file("data.lst"));
+  const vision::ImageRecordDataset records(out.file("data.rec"));
+  BOOST_TEST_REQUIRE(records.size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    BOOST_TEST_CONTEXT("sample " << i) {
+      const gdata::Sample s = records.get(i);
+      BOOST_TEST(s.data.asvector<std::uint8_t>() == pixels(i, 6, 5), boost::test_tools::per_element());
+      BOOST_TEST(s.data.asvector<std::uint8_t>() == list.get(i).data.asvector<std::uint8_t>(), boost::test_tools::per_element());
+      BOOST_TEST(s.label.asvector<float>() == std::vector<float>{i == 2 ? 1.0f : 0.0f}, boost::test_tools::per_element());
+    }
+  }
+  // Shuffled by default (Python's order for 3 items after random.seed(100): 2, 1, 0), then packed
+  // as the files are: the record order follows the list, each key its index.
+  BOOST_TEST_REQUIRE(im2rec("--list --recursive " + quoted(out.file("shuffled")) + " " + images, out).status == 0);
+  BOOST_TEST_REQUIRE(im2rec("--pass-through " + quoted(out.file("shuffled")) + " " + images, out).status == 0);
+  const mx::recordio::MXIndexedRecordIO shuffled(out.file("shuffled.idx"), out.file("shuffled.rec"), 'r');
+  BOOST_TEST(shuffled.keys() == (std::vector<std::int64_t>{2, 1, 0}), boost::test_tools::per_element());
+  BOOST_TEST(mx::recordio::unpack(shuffled.read_idx(2)).second == ndg_test::read_bytes(root.file("dog/c.png")));
+}
+
+BOOST_AUTO_TEST_CASE(im2rec_errors_name_the_file_and_line, *boost::unit_test::precondition(has_im2rec)) {
+  const ndg_test::TempDir root, out;
+  write_folder(root);
+  const std::string images = quoted(root.str());
+  // A missing root, a malformed line, an output that cannot be written: exit 1, named.
+  ndg_test::write_bytes(out.file("data.lst"), "0\t0\tcat/a.PNG\n");
+  Run run = im2rec(quoted(out.file("data")) + " " + quoted(root.file("none")), out);
+  BOOST_TEST(run.status == 1);
+  BOOST_TEST(contains(run.output, "error: im2rec: the image root '" + root.file("none") + "' is missing"), run.output);
+  ndg_test::write_bytes(out.file("bad.lst"), "0\t0\tcat/a.PNG\nx\t1\tdog/c.png\n");
+  run = im2rec(quoted(out.file("bad")) + " " + images, out);
+  BOOST_TEST(run.status == 1);
+  BOOST_TEST(contains(run.output, out.file("bad.lst") + "', line 2"), run.output);
+  BOOST_TEST(contains(run.output, "index 'x' is not an integer"), run.output);
+  BOOST_TEST(!std::filesystem::exists(out.file("bad.rec")));
+  ndg_test::write_bytes(out.file("locked.lst"), "0\t0\tcat/a.PNG\n");
+  std::filesystem::create_directories(out.file("locked.rec"));
+  run = im2rec(quoted(out.file("locked")) + " " + images, out);
+  BOOST_TEST(run.status == 1);
+  BOOST_TEST(contains(run.output, "cannot open '" + out.file("locked.rec") + "' to write"), run.output);
+  // Images that cannot be read are skipped, each named with its list line; the others packed.
+  ndg_test::write_bytes(out.file("skip.lst"), "0\t0\tcat/gone.png\n1\t1\tdog/notes.txt\n2\t1\tdog/c.png\n");
+  run = im2rec(quoted(out.file("skip")) + " " + images, out);
+  BOOST_TEST(run.status == 0, run.output);
+  BOOST_TEST(contains(run.output, "skipped cat/gone.png (" + out.file("skip.lst") + ", line 1): "), run.output);
+  BOOST_TEST(contains(run.output, "skipped dog/notes.txt (" + out.file("skip.lst") + ", line 2): "), run.output);
+  BOOST_TEST(contains(run.output, "1 images packed, 2 skipped"), run.output);
+  BOOST_TEST(vision::ImageRecordDataset(out.file("skip.rec")).size() == 1);
+  // None packed, or no list: exit 1. A bad command line: exit 2.
+  ndg_test::write_bytes(out.file("none.lst"), "0\t0\tcat/gone.png\n");
+  run = im2rec(quoted(out.file("none")) + " " + images, out);
+  BOOST_TEST(run.status == 1);
+  BOOST_TEST(contains(run.output, "none of the 1 images listed could be packed"), run.output);
+  run = im2rec(quoted(out.file("nothing")) + " " + images, out);
+  BOOST_TEST(run.status == 1);
+  BOOST_TEST(contains(run.output, "no list file"), run.output);
+  BOOST_TEST(im2rec("--quality 0 " + quoted(out.file("data")) + " " + images, out).status == 2);
 }
 
 BOOST_AUTO_TEST_CASE(bad_images_folders_and_arguments_are_typed_errors) {

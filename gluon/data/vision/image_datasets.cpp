@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include "context/error.hpp"
+#include "ndarray/io/im2rec.hpp"
 #include "ndarray/io/image.hpp"
 #include "ndarray/io/recordio.hpp"
 #include "ndarray/ops/creation.hpp"
@@ -67,33 +66,13 @@ Sample ImageFolderDataset::get(std::int64_t i) const {
 }
 
 ImageListDataset::ImageListDataset(const std::string& root, const std::string& list_file, int flag) : flag_(flag) {
-  std::ifstream in(list_file);
-  if (!in) throw FileError("ImageListDataset: cannot open the list '" + list_file + "'");
-  std::string line;
-  for (std::int64_t number = 1; std::getline(in, line); ++number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    std::vector<std::string> fields;
-    for (std::size_t start = 0;;) {
-      const std::size_t tab = line.find('\t', start);
-      fields.push_back(line.substr(start, tab - start));
-      if (tab == std::string::npos) break;
-      start = tab + 1;
-    }
-    const auto bad = [&](const std::string& why) {
-      return FileError("ImageListDataset: '" + list_file + "', line " + std::to_string(number) + " (\"" + line +
-                       "\"): " + why + "; a line is index<TAB>label(s)<TAB>path");
-    };
-    if (fields.size() < 3 || fields.back().empty()) throw bad("no label or no path");
-    std::vector<float> labels;
-    for (std::size_t f = 1; f + 1 < fields.size(); ++f) {
-      char* end = nullptr;
-      const float v = std::strtof(fields[f].c_str(), &end);
-      if (fields[f].empty() || end != fields[f].c_str() + fields[f].size()) throw bad("label '" + fields[f] + "' is not a number");
-      labels.push_back(v);
-    }
-    items_.emplace_back((fs::path(root) / fields.back()).string(), std::move(labels));
+  std::vector<im2rec::ListItem> items;
+  try {
+    items = im2rec::read_list(list_file);
+  } catch (const FileError& e) {
+    throw FileError(std::string("ImageListDataset: ") + e.what());
   }
+  for (im2rec::ListItem& item : items) items_.emplace_back((fs::path(root) / item.path).string(), std::move(item.labels));
   if (items_.empty()) throw FileError("ImageListDataset: the list '" + list_file + "' lists no image");
 }
 

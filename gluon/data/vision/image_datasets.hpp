@@ -47,9 +47,9 @@ class ImageFolderDataset : public Dataset {
 class ImageListDataset : public Dataset {
  public:
   // list_file: im2rec's .lst, a line per image, "index<TAB>label<TAB>...<TAB>path" (at least one
-  // label), the paths relative to root, as MXNet's ImageListDataset(root, imglist). mx::FileError
-  // naming the file and the line for a line without a label or path, or with a label that is not a
-  // number; an empty list is an mx::FileError too.
+  // label), the paths relative to root, as MXNet's ImageListDataset(root, imglist); read by
+  // mx::im2rec::read_list. mx::FileError naming the file and the line for a line without a label
+  // or path, or with an index or label that is not a number; an empty list is an mx::FileError too.
   ImageListDataset(const std::string& root, const std::string& list_file, int flag = 1);
 
   std::int64_t size() const override { return static_cast<std::int64_t>(items_.size()); }
