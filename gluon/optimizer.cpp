@@ -25,27 +25,6 @@ void read_params(const char* optimizer, const HyperParams& params, const std::ma
   }
 }
 
-// The state under key: zeros like weight (in dtype, float32 under multi_precision) at first use,
-// then moved to the weight's context and dtype if the parameter was moved (reset_ctx) or cast since.
-nd::NDArray& state_for(const char* op, std::map<StateKey, nd::NDArray>& states, const StateKey& key,
-                       const nd::NDArray& weight, std::optional<DType> dtype = {}) {
-  nd::NDArray& state = states[key];
-  const DType want = dtype.value_or(weight.dtype());
-  if (state.is_none()) {
-    state = nd::zeros(weight.shape(), weight.context(), want);
-  } else if (state.shape() != weight.shape()) {
-    throw ShapeError(std::string(op) + ": state " + nd::describe(state) + " of parameter " +
-                     std::to_string(key.param) + ", copy " + std::to_string(key.copy) + " does not match weight " +
-                     nd::describe(weight));
-  } else {
-    if (state.dtype() != want) state = state.astype(want);
-    state = state.as_in_context(weight.context());
-  }
-  return state;
-}
-
-std::optional<DType> float32_if(bool master) { return master ? std::optional<DType>(DType::float32) : std::nullopt; }
-
 // The shortest text that reads back as value: "-1", "0.1", "nan", "inf".
 std::string number(double value) {
   char text[32];
@@ -85,6 +64,47 @@ void Optimizer::check_common_params() const {
   }
 }
 
+nd::NDArray& Optimizer::state(const char* op, const StateKey& key, std::size_t i, const nd::NDArray& weight) {
+  std::vector<nd::NDArray>& states = states_[key];
+  // Sized once, for every state: a reference to state 0 stays valid while state 1 is made.
+  if (states.size() <= i) states.resize(std::max(i + 1, state_names().size()));
+  nd::NDArray& state = states[i];
+  const DType want = uses_master(weight) ? DType::float32 : weight.dtype();
+  if (state.is_none()) {
+    state = nd::zeros(weight.shape(), weight.context(), want);
+  } else if (state.shape() != weight.shape()) {
+    throw ShapeError(std::string(op) + ": state " + nd::describe(state) + " of parameter " +
+                     std::to_string(key.param) + ", copy " + std::to_string(key.copy) + " does not match weight " +
+                     nd::describe(weight));
+  } else {
+    if (state.dtype() != want) state = state.astype(want);
+    state = state.as_in_context(weight.context());
+  }
+  return state;
+}
+
+std::map<StateKey, CopyState> Optimizer::states() const {
+  std::map<StateKey, CopyState> all;
+  for (const auto& [key, arrays] : states_) all[key].states = arrays;
+  for (const auto& [key, master] : master_) all[key].master = master;
+  for (const auto& [key, count] : counts_) all[key].count = count;
+  return all;
+}
+
+void Optimizer::set_states(const std::map<StateKey, CopyState>& states) {
+  std::map<StateKey, std::vector<nd::NDArray>> arrays;
+  std::map<StateKey, nd::NDArray> masters;
+  std::map<StateKey, std::int64_t> counts;
+  for (const auto& [key, copy] : states) {
+    if (!copy.states.empty()) arrays[key] = copy.states;
+    if (!copy.master.is_none()) masters[key] = copy.master;
+    if (copy.count != 0) counts[key] = copy.count;
+  }
+  states_ = std::move(arrays);
+  master_ = std::move(masters);
+  counts_ = std::move(counts);
+}
+
 nd::NDArray& Optimizer::master_for(const StateKey& key, const nd::NDArray& weight) {
   nd::NDArray& master = master_[key];
   if (master.is_none() || master.shape() != weight.shape()) master = weight.detach().astype(DType::float32);
@@ -122,7 +142,7 @@ void SGD::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& gr
     else nd::sgd_update(weight, grad, lr_, wd_, rescale_, clip_);
     return;
   }
-  nd::NDArray& mom = state_for("sgd_update", momentum_state_, key, weight, float32_if(master));
+  nd::NDArray& mom = state("sgd_update", key, 0, weight);
   if (master) nd::mp_sgd_mom_update(weight, grad, mom, master_for(key, weight), lr_, momentum_, wd_, rescale_, clip_);
   else nd::sgd_mom_update(weight, grad, mom, lr_, momentum_, wd_, rescale_, clip_);
 }
@@ -145,7 +165,7 @@ void SGD::update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArra
     if (it == groups.end()) it = groups.insert(groups.end(), Group{w.context(), w.dtype(), {}, {}, {}, {}});
     it->weights.push_back(w);
     it->grads.push_back(grads[i]);
-    if (momentum_ != 0) it->moms.push_back(state_for(op, momentum_state_, keys[i], w, float32_if(uses_master(w))));
+    if (momentum_ != 0) it->moms.push_back(state(op, keys[i], 0, w));
     if (uses_master(w)) it->masters.push_back(master_for(keys[i], w));
   }
   for (Group& g : groups) {
@@ -180,17 +200,17 @@ Adam::Adam(const HyperParams& params) : Optimizer("adam") {
 
 void Adam::prepare_state(const StateKey& key, const nd::NDArray& weight) {
   const bool master = uses_master(weight);
-  state_for("adam_update", mean_, key, weight, float32_if(master));
-  state_for("adam_update", var_, key, weight, float32_if(master));
+  state("adam_update", key, 0, weight);
+  state("adam_update", key, 1, weight);
   if (master) master_for(key, weight);
 }
 
 void Adam::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) {
   check_update("adam_update", weight, grad);
   const bool master = uses_master(weight);
-  nd::NDArray& mean = state_for("adam_update", mean_, key, weight, float32_if(master));
-  nd::NDArray& var = state_for("adam_update", var_, key, weight, float32_if(master));
-  const std::int64_t steps = ++steps_[key];
+  nd::NDArray& mean = state("adam_update", key, 0, weight);
+  nd::NDArray& var = state("adam_update", key, 1, weight);
+  const std::int64_t steps = next_count(key);
   // MXNet's bias correction, folded into the step size as mx.optimizer.Adam does.
   const double t = static_cast<double>(steps);
   const double lr_t = lr_ * std::sqrt(1 - std::pow(beta2_, t)) / (1 - std::pow(beta1_, t));

@@ -19,6 +19,16 @@ struct StateKey {
   auto operator<=>(const StateKey&) const = default;
 };
 
+// What an optimizer keeps for one parameter copy between steps (Trainer::save_states): its state
+// arrays in the order of Optimizer::state_names() (float32 for a 16-bit weight under
+// multi_precision), the float32 master copy of a 16-bit weight under multi_precision (none
+// otherwise), and the updates applied to that copy so far (the `t` of Adam's bias correction).
+struct CopyState {
+  std::vector<nd::NDArray> states;
+  nd::NDArray master;
+  std::int64_t count = 0;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -39,6 +49,16 @@ class Optimizer {
   // Throws mx::ValueError naming the value, and keeps the old rate, unless lr is finite and >= 0.
   void set_learning_rate(double lr);
   void set_rescale_grad(double rescale) { rescale_ = rescale; }
+
+  // The name create() knows it by ("sgd") and the names of its per-copy state arrays ({"mom"};
+  // SGD without momentum: none).
+  const char* name() const { return name_; }
+  virtual std::vector<std::string> state_names() const { return {}; }
+  // Every copy's state (arrays shared, not copied), and replacing all of it (Trainer::load_states,
+  // which checks names, shapes and dtypes first). The arrays follow their weights' contexts at the
+  // next update.
+  std::map<StateKey, CopyState> states() const;
+  void set_states(const std::map<StateKey, CopyState>& states);
 
   // "sgd" or "adam" with hyper-parameters (learning_rate, wd, clip_gradient, rescale_grad,
   // multi_precision, and momentum / beta1, beta2, epsilon). Unknown names throw mx::ValueError listing the valid ones;
@@ -65,10 +85,19 @@ class Optimizer {
   // The float32 master copy of a 16-bit weight under multi_precision (made at its first update).
   nd::NDArray& master_for(const StateKey& key, const nd::NDArray& weight);
   bool uses_master(const nd::NDArray& weight) const { return multi_precision_ != 0 && is_half(weight.dtype()); }
+  // State array i of key (of state_names()), zeros like weight at first use (float32 under
+  // multi_precision for a 16-bit weight), then moved to the weight's context and dtype if the
+  // parameter was moved (reset_ctx) or cast since. Throws mx::ShapeError naming op when a state
+  // does not match its weight.
+  nd::NDArray& state(const char* op, const StateKey& key, std::size_t i, const nd::NDArray& weight);
+  // The update count of key, advanced by one (the `t` of this update).
+  std::int64_t next_count(const StateKey& key) { return ++counts_[key]; }
   const char* name_;  // "sgd", as create() knows it; names the optimizer in errors
   double lr_ = 0.01, wd_ = 0, clip_ = -1, rescale_ = 1;
   double multi_precision_ = 0;  // a hyper-parameter: non-zero is on
   std::map<StateKey, nd::NDArray> master_;
+  std::map<StateKey, std::vector<nd::NDArray>> states_;
+  std::map<StateKey, std::int64_t> counts_;
 };
 
 class SGD : public Optimizer {
@@ -77,24 +106,25 @@ class SGD : public Optimizer {
   void update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) override;
   void update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
                     const std::vector<nd::NDArray>& grads) override;
+  std::vector<std::string> state_names() const override {
+    return momentum_ == 0 ? std::vector<std::string>{} : std::vector<std::string>{"mom"};
+  }
 
  private:
   double momentum_ = 0;
-  std::map<StateKey, nd::NDArray> momentum_state_;
 };
 
 class Adam : public Optimizer {
  public:
   explicit Adam(const HyperParams& params);
   void update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) override;
+  std::vector<std::string> state_names() const override { return {"mean", "var"}; }
 
  protected:
   void prepare_state(const StateKey& key, const nd::NDArray& weight) override;
 
  private:
   double beta1_ = 0.9, beta2_ = 0.999, epsilon_ = 1e-8;
-  std::map<StateKey, nd::NDArray> mean_, var_;
-  std::map<StateKey, std::int64_t> steps_;
 };
 
 }  // namespace mx::gluon
