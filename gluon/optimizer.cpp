@@ -222,10 +222,197 @@ void Adam::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& g
   }
 }
 
+// --- the rule optimizers -------------------------------------------------------------------------
+
+namespace {
+
+// A rule optimizer's hyper-parameters beyond the shared ones: MXNet 1.9's name, default, and
+// where it goes (RuleParams' h0..h3; or nowhere, for the flags read below).
+struct Hyper {
+  const char* name;
+  double value;
+  int slot;  // 0..3: RuleParams::h<slot>; -1: read by the constructor itself
+};
+
+struct RuleSpec {
+  const char* name;
+  op::UpdateRule rule;
+  double learning_rate;  // MXNet 1.9's default
+  std::vector<Hyper> hyper;
+  std::vector<std::string> states;
+};
+
+const std::vector<RuleSpec>& rule_specs() {
+  using R = op::UpdateRule;
+  static const std::vector<RuleSpec> specs = {
+      {"nag", R::nag, 0.01, {{"momentum", 0.0, 0}}, {"mom"}},
+      {"signum", R::signum, 0.01, {{"momentum", 0.9, 0}, {"wd_lh", 0.0, 1}}, {"mom"}},
+      {"adagrad", R::adagrad, 0.01, {{"eps", 1e-7, 0}}, {"history"}},
+      {"rmsprop", R::rmsprop, 0.001,
+       {{"gamma1", 0.9, 0}, {"gamma2", 0.9, -1}, {"epsilon", 1e-8, -1}, {"centered", 0, -1}, {"clip_weights", -1, -1}},
+       {"n"}},
+      {"adadelta", R::adadelta, 1.0, {{"rho", 0.9, 0}, {"epsilon", 1e-5, 1}}, {"acc_g", "acc_delta"}},
+      {"adamax", R::adamax, 0.002, {{"beta1", 0.9, 0}, {"beta2", 0.999, 1}}, {"m", "u"}},
+      {"nadam", R::nadam, 0.001,
+       {{"beta1", 0.9, 0}, {"beta2", 0.999, 1}, {"epsilon", 1e-8, 2}, {"schedule_decay", 0.004, -1}}, {"m", "v"}},
+      {"adamw", R::adamw, 0.001, {{"beta1", 0.9, 0}, {"beta2", 0.999, 1}, {"epsilon", 1e-8, 2}, {"eta", 1.0, 3}},
+       {"mean", "var"}},
+      {"ftrl", R::ftrl, 0.1, {{"lamda1", 0.01, 0}, {"beta", 1.0, 1}}, {"z", "n"}},
+      {"ftml", R::ftml, 0.0025, {{"beta1", 0.6, 0}, {"beta2", 0.999, 1}, {"epsilon", 1e-8, 2}}, {"d", "v", "z"}},
+  };
+  return specs;
+}
+
+}  // namespace
+
+const std::vector<std::string>& RuleOptimizer::names() {
+  static const std::vector<std::string> all = [] {
+    std::vector<std::string> v;
+    for (const RuleSpec& spec : rule_specs()) v.push_back(spec.name);
+    return v;
+  }();
+  return all;
+}
+
+RuleOptimizer::RuleOptimizer(const std::string& name, const HyperParams& params)
+    : Optimizer(nullptr), rule_name_(name) {
+  const auto spec = std::find_if(rule_specs().begin(), rule_specs().end(), [&](const RuleSpec& s) { return name == s.name; });
+  if (spec == rule_specs().end()) throw ValueError("RuleOptimizer: unknown rule '" + name + "'");
+  name_ = spec->name;
+  lr_ = spec->learning_rate;
+  std::map<std::string, double> hyper;
+  for (const Hyper& h : spec->hyper) hyper[h.name] = h.value;
+  std::map<std::string, double*> fields = {{"learning_rate", &lr_}, {"wd", &wd_}, {"clip_gradient", &clip_},
+                                           {"rescale_grad", &rescale_}, {"multi_precision", &multi_precision_}};
+  for (auto& [key, value] : hyper) fields[key] = &value;
+  read_params(name_, params, fields);
+  check_common_params();
+  params_.rule = spec->rule;
+  for (const Hyper& h : spec->hyper) {
+    if (h.slot == 0) params_.h0 = hyper[h.name];
+    if (h.slot == 1) params_.h1 = hyper[h.name];
+    if (h.slot == 2) params_.h2 = hyper[h.name];
+    if (h.slot == 3) params_.h3 = hyper[h.name];
+  }
+  state_names_ = spec->states;
+  // Ranges, named as MXNet names them.
+  for (const char* fraction : {"momentum", "beta1", "beta2", "gamma1", "gamma2", "rho"}) {
+    if (hyper.count(fraction)) check_fraction(name_, fraction, hyper[fraction]);
+  }
+  for (const char* positive : {"eps", "epsilon", "lamda1", "beta", "eta", "wd_lh", "schedule_decay"}) {
+    if (hyper.count(positive)) check_non_negative(name_, positive, positive, hyper[positive]);
+  }
+  // signsgd_update, and nag's sgd_update, when momentum is 0: no state, as MXNet.
+  if ((spec->rule == op::UpdateRule::signum || spec->rule == op::UpdateRule::nag) && params_.h0 == 0) state_names_.clear();
+  if (spec->rule == op::UpdateRule::rmsprop) {
+    const double clip_weights = hyper["clip_weights"];
+    if (std::isnan(clip_weights)) throw ValueError("rmsprop: Invalid clip_weights value: nan");
+    if (hyper["centered"] != 0) {  // rmspropalex_update
+      params_.rule = op::UpdateRule::rmsprop_centered;
+      params_.h1 = hyper["gamma2"];
+      params_.h2 = clip_weights;
+      params_.h3 = hyper["epsilon"];
+      state_names_ = {"n", "g", "delta"};
+    } else {
+      params_.h1 = hyper["epsilon"];
+      params_.h2 = clip_weights;
+    }
+  }
+  if (spec->rule == op::UpdateRule::nadam) schedule_decay_ = hyper["schedule_decay"];
+  params_.num_states = static_cast<std::int32_t>(state_names_.size());
+}
+
+void RuleOptimizer::prepare_state(const StateKey& key, const nd::NDArray& weight) {
+  for (std::size_t i = 0; i < state_names_.size(); ++i) state(name_, key, i, weight);
+  if (uses_master(weight)) master_for(key, weight);
+}
+
+void RuleOptimizer::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) {
+  std::vector<nd::NDArray> weights{weight};
+  update_multi({key}, weights, {grad});
+}
+
+void RuleOptimizer::update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
+                                 const std::vector<nd::NDArray>& grads) {
+  for (std::size_t i = 0; i < weights.size(); ++i) check_update(name_, weights[i], grads[i]);
+  for (std::size_t i = 0; i < weights.size(); ++i) prepare_state(keys[i], weights[i]);
+  // One list per (context, dtype, master copy or not), in the order the copies come.
+  struct Group {
+    Context ctx;
+    DType dtype;
+    bool master;
+    std::vector<nd::NDArray> weights, grads, masters;
+    std::vector<std::vector<nd::NDArray>> states;
+    std::vector<op::TensorScalars> scalars;
+  };
+  std::vector<Group> groups;
+  const double beta1 = params_.h0, beta2 = params_.h1;
+  double m_schedule = m_schedule_;  // kept, with the update counts, only once every group is updated
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    const nd::NDArray& w = weights[i];
+    const bool master = uses_master(w);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+      return g.ctx == w.context() && g.dtype == w.dtype() && g.master == master;
+    });
+    if (it == groups.end()) it = groups.insert(groups.end(), Group{w.context(), w.dtype(), master, {}, {}, {}, {}, {}});
+    it->weights.push_back(w);
+    it->grads.push_back(grads[i]);
+    std::vector<nd::NDArray> states;
+    for (std::size_t k = 0; k < state_names_.size(); ++k) states.push_back(state(name_, keys[i], k, w));
+    it->states.push_back(std::move(states));
+    if (master) it->masters.push_back(master_for(keys[i], w));
+    // The step scalars, from this copy's update count t.
+    const auto count = counts_.find(keys[i]);
+    const double t = static_cast<double>(count == counts_.end() ? 1 : count->second + 1);
+    op::TensorScalars s;
+    s.lr = lr_;
+    s.wd = wd_;
+    switch (params_.rule) {
+      case op::UpdateRule::adamax:
+        s.c0 = lr_ / (1 - std::pow(beta1, t));
+        break;
+      case op::UpdateRule::nadam: {  // MXNet's m_schedule: a product over every update, of any parameter
+        const double momentum_t = beta1 * (1 - 0.5 * std::pow(0.96, t * schedule_decay_));
+        const double momentum_next = beta1 * (1 - 0.5 * std::pow(0.96, (t + 1) * schedule_decay_));
+        m_schedule *= momentum_t;
+        s.c0 = m_schedule;
+        s.c1 = m_schedule * momentum_next;
+        s.c2 = momentum_t;
+        s.c3 = momentum_next;
+        s.c4 = 1 - std::pow(beta2, t);
+        break;
+      }
+      case op::UpdateRule::ftml:
+        s.c0 = 1 - std::pow(beta1, t);
+        s.c1 = 1 - std::pow(beta2, t);
+        break;
+      default:
+        break;
+    }
+    it->scalars.push_back(s);
+  }
+  op::RuleParams p = params_;
+  p.rescale = rescale_;
+  p.clip = clip_;
+  for (Group& g : groups) {
+    nd::multi_rule_update(p, g.weights, g.grads, g.states, g.master ? &g.masters : nullptr, g.scalars);
+  }
+  for (const StateKey& key : keys) next_count(key);
+  m_schedule_ = m_schedule;
+}
+
 std::unique_ptr<Optimizer> Optimizer::create(const std::string& name, const HyperParams& params) {
   if (name == "sgd") return std::make_unique<SGD>(params);
   if (name == "adam") return std::make_unique<Adam>(params);
-  throw ValueError("unknown optimizer '" + name + "'; valid: adam, sgd");
+  const std::vector<std::string>& rules = RuleOptimizer::names();
+  if (std::find(rules.begin(), rules.end(), name) != rules.end()) return std::make_unique<RuleOptimizer>(name, params);
+  std::vector<std::string> valid = rules;
+  valid.push_back("adam");
+  valid.push_back("sgd");
+  std::sort(valid.begin(), valid.end());
+  std::string list;
+  for (const std::string& v : valid) list += (list.empty() ? "" : ", ") + v;
+  throw ValueError("unknown optimizer '" + name + "'; valid: " + list);
 }
 
 }  // namespace mx::gluon

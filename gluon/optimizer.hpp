@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ndarray/core/array.hpp"
+#include "ndarray/ops/update_rules.hpp"
 
 namespace mx::gluon {
 
@@ -112,6 +113,31 @@ class SGD : public Optimizer {
 
  private:
   double momentum_ = 0;
+};
+
+// MXNet 1.9's other element-wise optimizers, one class configured by name (create): nag, signum,
+// adagrad, rmsprop (centered, clip_weights), adadelta, adamax, nadam, adamw, ftrl, ftml. Each
+// step updates every copy of a context and dtype in one fused pass (nd::multi_rule_update), with
+// the rule, hyper-parameter names and defaults of MXNet 1.9 (ndarray/ops/update_rules.hpp).
+class RuleOptimizer : public Optimizer {
+ public:
+  RuleOptimizer(const std::string& name, const HyperParams& params);
+  void update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) override;
+  void update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
+                    const std::vector<nd::NDArray>& grads) override;
+  std::vector<std::string> state_names() const override { return state_names_; }
+  // The names create() knows this class by.
+  static const std::vector<std::string>& names();
+
+ protected:
+  void prepare_state(const StateKey& key, const nd::NDArray& weight) override;
+
+ private:
+  std::string rule_name_;
+  std::vector<std::string> state_names_;
+  op::RuleParams params_;
+  double m_schedule_ = 1;  // Nadam: the momentum schedule's product over every update so far
+  double schedule_decay_ = 0.004;
 };
 
 class Adam : public Optimizer {

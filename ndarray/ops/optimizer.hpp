@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ndarray/core/array.hpp"
+#include "ndarray/ops/update_rules.hpp"
 
 namespace mx::nd {
 
@@ -66,5 +67,17 @@ void multi_mp_sgd_update(std::vector<NDArray>& weights, const std::vector<NDArra
 void multi_mp_sgd_mom_update(std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
                              std::vector<NDArray>& moms, std::vector<NDArray>& weights32, double lr,
                              double momentum = 0, double wd = 0, double rescale_grad = 1, double clip_gradient = -1);
+
+// MXNet 1.9's other element-wise rules (ndarray/ops/update_rules.hpp: nag, signum, adagrad,
+// rmsprop, adadelta, adamax, nadam, adamw, ftrl, ftml) over a list, as the op _multi_update: one
+// parallel pass on cpu(0), one launch on a GPU. weights[i] and states[i] (params.num_states
+// arrays each, weights[i]'s shape; float32 with masters) are updated from grads[i] with
+// scalars[i]; masters: the float32 copies of 16-bit weights (multi_precision), or null. One
+// context and one weight dtype for the list. Typed errors naming _multi_update, and nothing
+// changed, for lists of other lengths, a state count other than the rule's, mismatched shapes,
+// dtypes or contexts.
+void multi_rule_update(const op::RuleParams& params, std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
+                       std::vector<std::vector<NDArray>>& states, std::vector<NDArray>* masters,
+                       const std::vector<op::TensorScalars>& scalars);
 
 }  // namespace mx::nd

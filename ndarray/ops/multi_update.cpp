@@ -1,0 +1,167 @@
+// _multi_update: MXNet 1.9's element-wise optimizer rules beyond SGD and Adam
+// (ndarray/ops/update_rules.hpp) on a list of weights of one context and dtype, one parallel
+// pass on cpu(0) and one launch on a GPU (cuda/ops/multi_update.cu). ndgluon's own op (MXNet has
+// one per rule and per weight: nag_mom_update, rmsprop_update, ...); not exported to symbol JSON,
+// as no optimizer op is part of a model.
+//
+// Inputs, per weight: w, g, its states (RuleParams::num_states), and the float32 master copy under
+// multi_precision; then one (num_weights, 8) float64 array of TensorScalars, on the weights'
+// context. Outputs, per weight: w, the states, the master copy. Every weight has one dtype; the
+// states are float32 with a master copy, else the weight's dtype.
+#include "ndarray/ops/multi_update.hpp"
+#include "ndarray/ops/optimizer.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "ndarray/core/checks.hpp"
+#include "ndarray/ops/creation.hpp"
+#include "ndarray/ops/parallel.hpp"
+
+namespace mx::op {
+namespace {
+
+using nd::NDArray;
+
+std::size_t per_weight(const RuleParams& p) { return 2 + static_cast<std::size_t>(p.num_states + p.master); }
+
+void multi_update_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const char* op = inv.op->name;
+  const RuleParams& p = inv.params.as<RuleParams>();
+  const std::size_t n = static_cast<std::size_t>(p.num_weights), each = per_weight(p);
+  if (inv.inputs.size() != n * each + 1) {
+    throw ValueError(std::string(op) + ": " + std::to_string(n) + " weights need " + std::to_string(n * each + 1) +
+                     " inputs, got " + std::to_string(inv.inputs.size()));
+  }
+  const NDArray& scalars = inv.inputs.back();
+  if (scalars.dtype() != DType::float64 || scalars.shape() != Shape{static_cast<std::int64_t>(n), 8}) {
+    throw ShapeError(std::string(op) + ": the per-weight scalars " + nd::describe(scalars) + " must be (" +
+                     std::to_string(n) + ", 8) float64");
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const NDArray& w = inv.inputs[i * each];
+    nd::check_floating(op, w);
+    nd::check_same_dtype(op, inv.inputs[0], w);
+    const DType state = p.master ? DType::float32 : w.dtype();
+    for (std::size_t j = 1; j < each; ++j) {
+      const NDArray& x = inv.inputs[i * each + j];
+      const DType want = j == 1 ? w.dtype() : state;
+      if (x.dtype() != want) {
+        throw DTypeError(std::string(op) + ": " + nd::describe(x) + " of weight " + std::to_string(i) + " " +
+                         nd::describe(w) + " must be " + dtype_name(want));
+      }
+      if (x.shape() != w.shape()) {
+        throw ShapeError(std::string(op) + ": " + nd::describe(x) + " does not match weight " + std::to_string(i) +
+                         " " + nd::describe(w));
+      }
+    }
+    out.push_back({w.shape(), w.dtype()});
+    for (std::size_t j = 2; j < each; ++j) out.push_back({w.shape(), state});
+  }
+}
+
+// One parallel pass over the list: chunks of kParallelThreshold elements of every weight.
+void multi_update_cpu(const ExecContext&, const Invocation& inv) {
+  const RuleParams& p = inv.params.as<RuleParams>();
+  const std::size_t n = static_cast<std::size_t>(p.num_weights), each = per_weight(p), outs = each - 1;
+  const auto* scalars = static_cast<const TensorScalars*>(inv.inputs.back().data());
+  struct Chunk {
+    std::size_t weight;
+    std::int64_t begin, end;
+  };
+  std::vector<Chunk> chunks;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t size = inv.inputs[i * each].size();
+    for (std::int64_t b = 0; b < size; b += kParallelThreshold) chunks.push_back({i, b, std::min(size, b + kParallelThreshold)});
+  }
+  dispatch_floating(inv.inputs[0].dtype(), inv.op->name, [&](auto tag) {
+    using T = decltype(tag);
+    const auto run = [&](auto state_tag) {
+      using S = decltype(state_tag);
+      using A = ComputeType<S>;
+      parallel_for(static_cast<std::int64_t>(chunks.size()), [&](std::int64_t c) {
+        const Chunk& chunk = chunks[static_cast<std::size_t>(c)];
+        const std::size_t i = chunk.weight;
+        T* w = static_cast<T*>(inv.outputs[i * outs].data());
+        const T* g = static_cast<const T*>(inv.inputs[i * each + 1].data());
+        S* states[3] = {};
+        for (int k = 0; k < p.num_states; ++k) states[k] = static_cast<S*>(inv.outputs[i * outs + 1 + k].data());
+        S* master = p.master ? static_cast<S*>(inv.outputs[i * outs + outs - 1].data()) : nullptr;
+        for (std::int64_t e = chunk.begin; e < chunk.end; ++e) {
+          const A updated = apply_rule<A, S>(p, scalars[i], master ? A(master[e]) : A(w[e]), A(g[e]), states, e);
+          if (master) master[e] = static_cast<S>(updated);
+          w[e] = static_cast<T>(updated);
+        }
+      }, static_cast<std::int64_t>(chunks.size()) * kParallelThreshold);
+    };
+    if (p.master) run(float{});
+    else run(T{});
+  });
+}
+
+[[maybe_unused]] const bool registered = (multi_update_op(), true);
+
+}  // namespace
+
+const OpDef& multi_update_op() {
+  static const OpDef def{"_multi_update", &multi_update_infer, &multi_update_cpu, NDG_GPU_KERNEL(gpu::multi_update),
+                         nullptr};
+  static const OpDef& reg = register_op(def);
+  return reg;
+}
+
+}  // namespace mx::op
+
+namespace mx::nd {
+
+void multi_rule_update(const op::RuleParams& params, std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
+                       std::vector<std::vector<NDArray>>& states, std::vector<NDArray>* masters,
+                       const std::vector<op::TensorScalars>& scalars) {
+  const char* op = "_multi_update";
+  const std::size_t n = weights.size();
+  if (grads.size() != n || states.size() != n || scalars.size() != n || (masters && masters->size() != n)) {
+    throw ValueError(std::string(op) + ": " + std::to_string(n) + " weights, " + std::to_string(grads.size()) +
+                     " gradients, " + std::to_string(states.size()) + " state lists, " + std::to_string(scalars.size()) +
+                     " scalar sets" + (masters ? ", " + std::to_string(masters->size()) + " float32 copies" : std::string()) +
+                     "; every weight needs its own");
+  }
+  if (n == 0) return;
+  op::RuleParams p = params;
+  p.num_weights = static_cast<std::int32_t>(n);
+  p.master = masters ? 1 : 0;
+  std::vector<NDArray> inputs, outputs;
+  for (std::size_t i = 0; i < n; ++i) {
+    detail::check_not_none(op, weights[i]);
+    detail::check_floating(op, weights[i]);
+    if (weights[i].context() != weights[0].context()) check_same_context(op, weights[0], weights[i]);
+    if (static_cast<std::int32_t>(states[i].size()) != p.num_states) {
+      throw ValueError(std::string(op) + ": weight " + std::to_string(i) + " has " + std::to_string(states[i].size()) +
+                       " states; the rule keeps " + std::to_string(p.num_states));
+    }
+    inputs.push_back(weights[i]);
+    inputs.push_back(grads[i]);
+    outputs.push_back(weights[i]);
+    for (NDArray& s : states[i]) {
+      inputs.push_back(s);
+      outputs.push_back(s);
+    }
+    if (masters) {
+      inputs.push_back((*masters)[i]);
+      outputs.push_back((*masters)[i]);
+    }
+    for (const NDArray& x : inputs) detail::check_not_none(op, x);
+    if (grads[i].context() != weights[i].context()) check_same_context(op, weights[i], grads[i]);
+  }
+  std::vector<double> table(n * 8);
+  for (std::size_t i = 0; i < n; ++i) {
+    const op::TensorScalars& s = scalars[i];
+    const double row[8] = {s.lr, s.wd, s.c0, s.c1, s.c2, s.c3, s.c4, s.unused};
+    std::copy(row, row + 8, table.begin() + static_cast<std::ptrdiff_t>(i * 8));
+  }
+  inputs.push_back(array(table.data(), DType::float64, Shape{static_cast<std::int64_t>(n), 8}, weights[0].context(),
+                         DType::float64));
+  op::invoke_into(op::multi_update_op(), std::move(inputs), std::move(outputs), p);
+}
+
+}  // namespace mx::nd
