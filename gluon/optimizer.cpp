@@ -1,6 +1,7 @@
 #include "gluon/optimizer.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -112,6 +113,16 @@ nd::NDArray& Optimizer::master_for(const StateKey& key, const nd::NDArray& weigh
   return master;
 }
 
+double Optimizer::lr_for(const StateKey& key) const {
+  const auto it = multipliers_.find(key.param);
+  return it == multipliers_.end() ? lr_ : lr_ * it->second.first;
+}
+
+double Optimizer::wd_for(const StateKey& key) const {
+  const auto it = multipliers_.find(key.param);
+  return it == multipliers_.end() ? wd_ : wd_ * it->second.second;
+}
+
 void Optimizer::set_learning_rate(double lr) {
   check_non_negative(name_, "learning rate", "learning_rate", lr);
   lr_ = lr;
@@ -137,32 +148,37 @@ SGD::SGD(const HyperParams& params) : Optimizer("sgd") {
 void SGD::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) {
   check_update("sgd_update", weight, grad);
   const bool master = uses_master(weight);
+  const double lr = lr_for(key), wd = wd_for(key);
   if (momentum_ == 0) {
-    if (master) nd::mp_sgd_update(weight, grad, master_for(key, weight), lr_, wd_, rescale_, clip_);
-    else nd::sgd_update(weight, grad, lr_, wd_, rescale_, clip_);
+    if (master) nd::mp_sgd_update(weight, grad, master_for(key, weight), lr, wd, rescale_, clip_);
+    else nd::sgd_update(weight, grad, lr, wd, rescale_, clip_);
     return;
   }
   nd::NDArray& mom = state("sgd_update", key, 0, weight);
-  if (master) nd::mp_sgd_mom_update(weight, grad, mom, master_for(key, weight), lr_, momentum_, wd_, rescale_, clip_);
-  else nd::sgd_mom_update(weight, grad, mom, lr_, momentum_, wd_, rescale_, clip_);
+  if (master) nd::mp_sgd_mom_update(weight, grad, mom, master_for(key, weight), lr, momentum_, wd, rescale_, clip_);
+  else nd::sgd_mom_update(weight, grad, mom, lr, momentum_, wd, rescale_, clip_);
 }
 
 void SGD::update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
                        const std::vector<nd::NDArray>& grads) {
   const char* op = momentum_ == 0 ? "multi_sgd_update" : "multi_sgd_mom_update";
   for (std::size_t i = 0; i < weights.size(); ++i) check_update(op, weights[i], grads[i]);
-  // One list per (context, dtype), in the order the copies come.
+  // One list per (context, dtype, rate, decay), in the order the copies come: one with every
+  // parameter unless lr_mult or wd_mult set some apart.
   struct Group {
     Context ctx;
     DType dtype;
+    double lr, wd;
     std::vector<nd::NDArray> weights, grads, moms, masters;
   };
   std::vector<Group> groups;
   for (std::size_t i = 0; i < weights.size(); ++i) {
     const nd::NDArray& w = weights[i];
-    auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](const Group& g) { return g.ctx == w.context() && g.dtype == w.dtype(); });
-    if (it == groups.end()) it = groups.insert(groups.end(), Group{w.context(), w.dtype(), {}, {}, {}, {}});
+    const double lr = lr_for(keys[i]), wd = wd_for(keys[i]);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+      return g.ctx == w.context() && g.dtype == w.dtype() && g.lr == lr && g.wd == wd;
+    });
+    if (it == groups.end()) it = groups.insert(groups.end(), Group{w.context(), w.dtype(), lr, wd, {}, {}, {}, {}});
     it->weights.push_back(w);
     it->grads.push_back(grads[i]);
     if (momentum_ != 0) it->moms.push_back(state(op, keys[i], 0, w));
@@ -170,12 +186,12 @@ void SGD::update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArra
   }
   for (Group& g : groups) {
     const bool master = !g.masters.empty();
-    if (momentum_ == 0 && master) nd::multi_mp_sgd_update(g.weights, g.grads, g.masters, lr_, wd_, rescale_, clip_);
-    else if (momentum_ == 0) nd::multi_sgd_update(g.weights, g.grads, lr_, wd_, rescale_, clip_);
+    if (momentum_ == 0 && master) nd::multi_mp_sgd_update(g.weights, g.grads, g.masters, g.lr, g.wd, rescale_, clip_);
+    else if (momentum_ == 0) nd::multi_sgd_update(g.weights, g.grads, g.lr, g.wd, rescale_, clip_);
     else if (master) {
-      nd::multi_mp_sgd_mom_update(g.weights, g.grads, g.moms, g.masters, lr_, momentum_, wd_, rescale_, clip_);
+      nd::multi_mp_sgd_mom_update(g.weights, g.grads, g.moms, g.masters, g.lr, momentum_, g.wd, rescale_, clip_);
     } else {
-      nd::multi_sgd_mom_update(g.weights, g.grads, g.moms, lr_, momentum_, wd_, rescale_, clip_);
+      nd::multi_sgd_mom_update(g.weights, g.grads, g.moms, g.lr, momentum_, g.wd, rescale_, clip_);
     }
   }
 }
@@ -213,12 +229,13 @@ void Adam::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& g
   const std::int64_t steps = next_count(key);
   // MXNet's bias correction, folded into the step size as mx.optimizer.Adam does.
   const double t = static_cast<double>(steps);
-  const double lr_t = lr_ * std::sqrt(1 - std::pow(beta2_, t)) / (1 - std::pow(beta1_, t));
+  const double lr_t = lr_for(key) * std::sqrt(1 - std::pow(beta2_, t)) / (1 - std::pow(beta1_, t));
+  const double wd = wd_for(key);
   if (master) {
-    nd::mp_adam_update(weight, grad, mean, var, master_for(key, weight), lr_t, beta1_, beta2_, epsilon_, wd_, rescale_,
+    nd::mp_adam_update(weight, grad, mean, var, master_for(key, weight), lr_t, beta1_, beta2_, epsilon_, wd, rescale_,
                        clip_);
   } else {
-    nd::adam_update(weight, grad, mean, var, lr_t, beta1_, beta2_, epsilon_, wd_, rescale_, clip_);
+    nd::adam_update(weight, grad, mean, var, lr_t, beta1_, beta2_, epsilon_, wd, rescale_, clip_);
   }
 }
 
@@ -365,11 +382,11 @@ void RuleOptimizer::update_multi(const std::vector<StateKey>& keys, std::vector<
     const auto count = counts_.find(keys[i]);
     const double t = static_cast<double>(count == counts_.end() ? 1 : count->second + 1);
     op::TensorScalars s;
-    s.lr = lr_;
-    s.wd = wd_;
+    s.lr = lr_for(keys[i]);
+    s.wd = wd_for(keys[i]);
     switch (params_.rule) {
       case op::UpdateRule::adamax:
-        s.c0 = lr_ / (1 - std::pow(beta1, t));
+        s.c0 = s.lr / (1 - std::pow(beta1, t));
         break;
       case op::UpdateRule::nadam: {  // MXNet's m_schedule: a product over every update, of any parameter
         const double momentum_t = beta1 * (1 - 0.5 * std::pow(0.96, t * schedule_decay_));
@@ -401,7 +418,9 @@ void RuleOptimizer::update_multi(const std::vector<StateKey>& keys, std::vector<
   m_schedule_ = m_schedule;
 }
 
-std::unique_ptr<Optimizer> Optimizer::create(const std::string& name, const HyperParams& params) {
+std::unique_ptr<Optimizer> Optimizer::create(const std::string& given, const HyperParams& params) {
+  std::string name = given;  // as MXNet's registry: "SGD" is sgd
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (name == "sgd") return std::make_unique<SGD>(params);
   if (name == "adam") return std::make_unique<Adam>(params);
   const std::vector<std::string>& rules = RuleOptimizer::names();
@@ -412,7 +431,7 @@ std::unique_ptr<Optimizer> Optimizer::create(const std::string& name, const Hype
   std::sort(valid.begin(), valid.end());
   std::string list;
   for (const std::string& v : valid) list += (list.empty() ? "" : ", ") + v;
-  throw ValueError("unknown optimizer '" + name + "'; valid: " + list);
+  throw ValueError("unknown optimizer '" + given + "'; valid: " + list);
 }
 
 }  // namespace mx::gluon

@@ -50,6 +50,11 @@ class Optimizer {
   // Throws mx::ValueError naming the value, and keeps the old rate, unless lr is finite and >= 0.
   void set_learning_rate(double lr);
   void set_rescale_grad(double rescale) { rescale_ = rescale; }
+  // Per parameter (StateKey::param): its lr_mult and wd_mult (Parameter::lr_mult); 1 for one not
+  // in the map. The Trainer sets them before each update.
+  void set_multipliers(std::map<std::size_t, std::pair<double, double>> multipliers) {
+    multipliers_ = std::move(multipliers);
+  }
 
   // The name create() knows it by ("sgd") and the names of its per-copy state arrays ({"mom"};
   // SGD without momentum: none).
@@ -61,7 +66,7 @@ class Optimizer {
   std::map<StateKey, CopyState> states() const;
   void set_states(const std::map<StateKey, CopyState>& states);
 
-  // "sgd" or "adam" with hyper-parameters (learning_rate, wd, clip_gradient, rescale_grad,
+  // By name, in any case as MXNet's registry: "sgd", "adam" or a RuleOptimizer's, with hyper-parameters (learning_rate, wd, clip_gradient, rescale_grad,
   // multi_precision, and momentum / beta1, beta2, epsilon). Unknown names throw mx::ValueError listing the valid ones;
   // so does a value out of its range, naming it (as PyTorch's "Invalid learning rate: -1"):
   // learning_rate, wd and epsilon must be finite and >= 0, momentum, beta1 and beta2 in [0, 1),
@@ -93,12 +98,16 @@ class Optimizer {
   nd::NDArray& state(const char* op, const StateKey& key, std::size_t i, const nd::NDArray& weight);
   // The update count of key, advanced by one (the `t` of this update).
   std::int64_t next_count(const StateKey& key) { return ++counts_[key]; }
+  // The learning rate and weight decay of key's parameter: the optimizer's times its multipliers.
+  double lr_for(const StateKey& key) const;
+  double wd_for(const StateKey& key) const;
   const char* name_;  // "sgd", as create() knows it; names the optimizer in errors
   double lr_ = 0.01, wd_ = 0, clip_ = -1, rescale_ = 1;
   double multi_precision_ = 0;  // a hyper-parameter: non-zero is on
   std::map<StateKey, nd::NDArray> master_;
   std::map<StateKey, std::vector<nd::NDArray>> states_;
   std::map<StateKey, std::int64_t> counts_;
+  std::map<std::size_t, std::pair<double, double>> multipliers_;
 };
 
 class SGD : public Optimizer {

@@ -1,6 +1,7 @@
 #include "gluon/parameter.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 
 #include "context/device.hpp"
@@ -23,6 +24,7 @@ struct Parameter::State {
   std::vector<Context> deferred_ctxs;
   std::shared_ptr<const init::Initializer> deferred_default;
   std::uint64_t data_version = 0;  // see data_version()
+  double lr_mult = 1, wd_mult = 1;
 };
 
 namespace {
@@ -56,6 +58,29 @@ const std::string& Parameter::grad_req() const { return state_->grad_req; }
 void Parameter::set_initializer(init::InitializerRef init) { state_->init = std::move(init); }
 bool Parameter::is_initialized() const { return !state_->data.empty(); }
 bool Parameter::is_deferred() const { return state_->deferred_default != nullptr; }
+
+double Parameter::lr_mult() const { return state_->lr_mult; }
+double Parameter::wd_mult() const { return state_->wd_mult; }
+
+namespace {
+void check_mult(const std::string& name, const char* which, double mult) {
+  if (!(std::isfinite(mult) && mult >= 0)) {
+    throw ValueError("Parameter '" + name + "': " + which + " must be a finite number >= 0, got " + std::to_string(mult));
+  }
+}
+}  // namespace
+
+void Parameter::check_multiplier(const char* which, double mult) const { check_mult(state_->name, which, mult); }
+
+void Parameter::set_lr_mult(double mult) {
+  check_mult(state_->name, "lr_mult", mult);
+  state_->lr_mult = mult;
+}
+
+void Parameter::set_wd_mult(double mult) {
+  check_mult(state_->name, "wd_mult", mult);
+  state_->wd_mult = mult;
+}
 
 void Parameter::set_grad_req(const std::string& req) {
   check_grad_req(state_->name, req);

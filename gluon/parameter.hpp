@@ -27,6 +27,15 @@ class Parameter {
   const std::string& grad_req() const;
   void set_grad_req(const std::string& req);
   void set_initializer(init::InitializerRef init);
+  // The multipliers of the optimizer's learning rate and weight decay for this parameter (MXNet's
+  // Parameter.lr_mult and wd_mult, 1 by default). mx::ValueError naming the parameter, and no
+  // change, unless finite and >= 0.
+  double lr_mult() const;
+  double wd_mult() const;
+  void set_lr_mult(double mult);
+  void set_wd_mult(double mult);
+  // Throws what set_lr_mult (which: "lr_mult") or set_wd_mult would, changing nothing.
+  void check_multiplier(const char* which, double mult) const;
 
   // Creates the data on every context of ctxs, filled by this parameter's initializer or else
   // default_init (by name: "...bias" gets zeros). With unknown extents the initialisation is

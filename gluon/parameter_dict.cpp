@@ -1,6 +1,7 @@
 #include "gluon/parameter_dict.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "context/device.hpp"
 #include "gluon/parameter_file.hpp"
@@ -50,10 +51,23 @@ void ParameterDict::zero_grad() {
 }
 
 void ParameterDict::setattr(const std::string& attribute, const std::string& value) {
-  if (attribute != "grad_req") {
-    throw ValueError("ParameterDict::setattr: unknown attribute '" + attribute + "' (supported: grad_req)");
+  if (attribute == "grad_req") {
+    for (auto& p : params_) p.second.set_grad_req(value);
+    return;
   }
-  for (auto& p : params_) p.second.set_grad_req(value);
+  if (attribute != "lr_mult" && attribute != "wd_mult") {
+    throw ValueError("ParameterDict::setattr: unknown attribute '" + attribute + "' (supported: grad_req, lr_mult, wd_mult)");
+  }
+  char* end = nullptr;
+  const double mult = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0') {
+    throw ValueError("ParameterDict::setattr: " + attribute + " '" + value + "' is not a number");
+  }
+  for (auto& p : params_) p.second.check_multiplier(attribute.c_str(), mult);  // all or nothing
+  for (auto& p : params_) {
+    if (attribute == "lr_mult") p.second.set_lr_mult(mult);
+    else p.second.set_wd_mult(mult);
+  }
 }
 
 void ParameterDict::save(const std::string& path, const std::string& strip_prefix) const {

@@ -29,7 +29,8 @@ class ParameterDict {
                   bool force_reinit = false);
   void reset_ctx(const std::vector<Context>& ctxs);
   void zero_grad();
-  // Python's collect_params().setattr(name, value); supports "grad_req".
+  // Python's collect_params().setattr(name, value): "grad_req", "lr_mult" or "wd_mult" (a number
+  // as text) of every parameter; mx::ValueError, and nothing changed, for another name or value.
   void setattr(const std::string& attribute, const std::string& value);
 
   // Every parameter by full name ("dense0_weight") less strip_prefix, in MXNet's NDArray file

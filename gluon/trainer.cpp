@@ -252,10 +252,12 @@ void Trainer::apply_updates(const char* op, std::int64_t batch_size, double loss
   std::vector<nd::NDArray> weights, grads;
   std::vector<const std::string*> names;  // each key's parameter
   std::map<std::size_t, std::uint64_t> versions;
+  std::map<std::size_t, std::pair<double, double>> multipliers;  // Parameter::lr_mult, wd_mult
   std::size_t index = 0;  // the parameter's place in the dict, frozen or not: its state's key
   for (auto& [name, param] : params_) {
     const std::size_t param_index = index++;
     if (param.grad_req() == "null") continue;
+    if (param.lr_mult() != 1 || param.wd_mult() != 1) multipliers[param_index] = {param.lr_mult(), param.wd_mult()};
     const std::vector<nd::NDArray> data = param.list_data();
     const std::vector<nd::NDArray> param_grads = param.list_grad();
     versions[param_index] = param.data_version();
@@ -289,6 +291,7 @@ void Trainer::apply_updates(const char* op, std::int64_t batch_size, double loss
   // dist_sync: batch_size is this process's; the sum is over every process's (Horovod's and DDP's mean).
   const double processes = dist_ ? dist::world_size() : 1;
   optimizer_->set_rescale_grad(rescale_grad_ / (static_cast<double>(batch_size) * processes * loss_scale));
+  optimizer_->set_multipliers(std::move(multipliers));
   try {
     update_in_turn(keys, weights, grads, names);
   } catch (...) {

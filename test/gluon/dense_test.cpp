@@ -524,7 +524,11 @@ BOOST_AUTO_TEST_CASE(collect_params_bulk_operations) {
     BOOST_TEST(param.list_grad().empty());
     NDG_CHECK_THROWS_WITH(param.grad(mx::cpu()), mx::Error, name, "null");
   }
-  NDG_CHECK_THROWS_WITH(net.collect_params().setattr("lr_mult", "2"), mx::ValueError, "lr_mult", "grad_req");
+  NDG_CHECK_THROWS_WITH(net.collect_params().setattr("lr_mul", "2"), mx::ValueError, "lr_mul", "grad_req", "lr_mult");
+  NDG_CHECK_THROWS_WITH(net.collect_params().setattr("lr_mult", "two"), mx::ValueError, "lr_mult", "'two'");
+  NDG_CHECK_THROWS_WITH(net.collect_params().setattr("wd_mult", "-1"), mx::ValueError, "wd_mult");
+  net.collect_params().setattr("lr_mult", "2");
+  for (auto& [name, param] : net.collect_params()) BOOST_TEST((param.lr_mult() == 2 && param.wd_mult() == 1));
   NDG_CHECK_THROWS_WITH(net.collect_params().setattr("grad_req", "always"), mx::ValueError, "always");
   // The forward pass does not need gradients.
   ndg_test::for_each_context([&](mx::Context ctx) {

@@ -19,6 +19,7 @@
 #include <gluon/loss.hpp>
 #include <gluon/nn.hpp>
 #include <gluon/optimizer.hpp>
+#include <gluon/parameter_dict.hpp>
 #include <gluon/trainer.hpp>
 #include <ndarray/ndarray.hpp>
 
@@ -301,6 +302,55 @@ BOOST_AUTO_TEST_CASE(bad_names_and_values_are_typed_errors) {
     ndg_test::check_close(weights[0], {1, 1, 1, 1});
     BOOST_TEST(optimizer->states().empty());
   });
+}
+
+// Parameter::lr_mult and wd_mult: a parameter trained beside another with lr_mult 0.5 and wd_mult
+// 0 equals it trained alone at half the rate without decay, bit for bit, for sgd, adam and every
+// rule (but nadam, whose momentum schedule is one product over every parameter's update).
+BOOST_AUTO_TEST_CASE(lr_mult_and_wd_mult_scale_each_parameter) {
+  std::vector<Case> all = cases();
+  all.push_back({"sgd", {{"momentum", 0.9}}});
+  all.push_back({"adam", {}});
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    for (const Case& c : all) {
+      if (c.name == "nadam") continue;
+      BOOST_TEST_CONTEXT(c.name) {
+        const auto make = [&](const std::string& name, unsigned seed) {
+          gluon::Parameter p(name, {3, 2});
+          p.initialize(mx::init::Zero(), {ctx});
+          p.set_data(ndg_test::random_array({3, 2}, ctx, seed));
+          return p;
+        };
+        gluon::Parameter a = make("a", 1), b = make("b", 2), alone = make("a", 1);
+        a.set_lr_mult(0.5);
+        a.set_wd_mult(0);
+        gluon::ParameterDict both, single;
+        both.add(a);
+        both.add(b);
+        single.add(alone);
+        gluon::HyperParams params = c.hyper, half = c.hyper;
+        params["learning_rate"] = 0.2;
+        params["wd"] = 0.1;
+        half["learning_rate"] = 0.1;
+        half["wd"] = 0;
+        gluon::Trainer together(both, c.name, params), apart(single, c.name, half);
+        for (unsigned step = 0; step < 3; ++step) {
+          for (gluon::Parameter* p : {&a, &b, &alone}) {
+            nd::NDArray g = p->grad(ctx);
+            ndg_test::random_array({3, 2}, ctx, 10 + step).copyto(g);
+          }
+          together.step(1);
+          apart.step(1);
+        }
+        BOOST_TEST(ndg_test::values(a.data(ctx)) == ndg_test::values(alone.data(ctx)), tt::per_element());
+      }
+    }
+  });
+  gluon::Parameter p("p", {2});
+  NDG_CHECK_THROWS_WITH(p.set_lr_mult(-1), mx::ValueError, "Parameter 'p'", "lr_mult");
+  NDG_CHECK_THROWS_WITH(p.set_wd_mult(std::nan("")), mx::ValueError, "Parameter 'p'", "wd_mult");
+  BOOST_TEST(p.lr_mult() == 1);
+  BOOST_TEST(p.wd_mult() == 1);
 }
 
 // A training step of a small network through the Trainer: the same parameters, bit for bit, when
