@@ -8,7 +8,9 @@
 
 #include "ndarray/core/describe.hpp"
 #include "ndarray/ops/creation.hpp"
+#include "ndarray/ops/manipulation.hpp"
 #include "ndarray/ops/optimizer.hpp"
+#include "ndarray/ops/reduce.hpp"
 
 namespace mx::gluon {
 namespace {
@@ -243,6 +245,19 @@ void Adam::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& g
 
 namespace {
 
+// (n, 2) float32: the L2 norms of a[i] and b[i], in float32 whatever their dtype (as MXNet's LARS
+// and LAMB take them), on their context; nothing waits for them.
+nd::NDArray norm_pairs(const std::vector<nd::NDArray>& a, const std::vector<nd::NDArray>& b) {
+  std::vector<nd::NDArray> parts;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    for (const nd::NDArray* x : {&a[i], &b[i]}) {
+      const nd::NDArray x32 = x->dtype() == DType::float32 ? *x : x->astype(DType::float32);
+      parts.push_back(nd::norm(x32).reshape({1}));
+    }
+  }
+  return nd::concat(parts, 0).reshape({static_cast<std::int64_t>(a.size()), 2});
+}
+
 // A rule optimizer's hyper-parameters beyond the shared ones: MXNet 1.9's name, default, and
 // where it goes (RuleParams' h0..h3; or nowhere, for the flags read below).
 struct Hyper {
@@ -276,6 +291,12 @@ const std::vector<RuleSpec>& rule_specs() {
        {"mean", "var"}},
       {"ftrl", R::ftrl, 0.1, {{"lamda1", 0.01, 0}, {"beta", 1.0, 1}}, {"z", "n"}},
       {"ftml", R::ftml, 0.0025, {{"beta1", 0.6, 0}, {"beta2", 0.999, 1}, {"epsilon", 1e-8, 2}}, {"d", "v", "z"}},
+      {"lamb", R::lamb_direction, 0.001,
+       {{"beta1", 0.9, 0}, {"beta2", 0.999, 1}, {"epsilon", 1e-6, 2}, {"lower_bound", -1, -1}, {"upper_bound", -1, -1},
+        {"bias_correction", 1, -1}},
+       {"mean", "var"}},
+      {"lars", R::lars, 0.01, {{"momentum", 0.0, 0}, {"eta", 0.001, 1}, {"eps", 0.0, 2}, {"momentum_correction", 1, -1}},
+       {"mom"}},
   };
   return specs;
 }
@@ -319,8 +340,17 @@ RuleOptimizer::RuleOptimizer(const std::string& name, const HyperParams& params)
   for (const char* positive : {"eps", "epsilon", "lamda1", "beta", "eta", "wd_lh", "schedule_decay"}) {
     if (hyper.count(positive)) check_non_negative(name_, positive, positive, hyper[positive]);
   }
-  // signsgd_update, and nag's sgd_update, when momentum is 0: no state, as MXNet.
-  if ((spec->rule == op::UpdateRule::signum || spec->rule == op::UpdateRule::nag) && params_.h0 == 0) state_names_.clear();
+  // signsgd_update, and nag's and lars's sgd_update, when momentum is 0: no state, as MXNet.
+  if ((spec->rule == op::UpdateRule::signum || spec->rule == op::UpdateRule::nag || spec->rule == op::UpdateRule::lars) &&
+      params_.h0 == 0) {
+    state_names_.clear();
+  }
+  if (spec->rule == op::UpdateRule::lamb_direction) {
+    lower_bound_ = hyper["lower_bound"];
+    upper_bound_ = hyper["upper_bound"];
+    bias_correction_ = hyper["bias_correction"] != 0;
+  }
+  if (spec->rule == op::UpdateRule::lars) momentum_correction_ = hyper["momentum_correction"] != 0;
   if (spec->rule == op::UpdateRule::rmsprop) {
     const double clip_weights = hyper["clip_weights"];
     if (std::isnan(clip_weights)) throw ValueError("rmsprop: Invalid clip_weights value: nan");
@@ -403,6 +433,10 @@ void RuleOptimizer::update_multi(const std::vector<StateKey>& keys, std::vector<
         s.c0 = 1 - std::pow(beta1, t);
         s.c1 = 1 - std::pow(beta2, t);
         break;
+      case op::UpdateRule::lamb_direction:
+        s.c0 = bias_correction_ ? 1 - std::pow(beta1, t) : 1;
+        s.c1 = bias_correction_ ? 1 - std::pow(beta2, t) : 1;
+        break;
       default:
         break;
     }
@@ -411,11 +445,40 @@ void RuleOptimizer::update_multi(const std::vector<StateKey>& keys, std::vector<
   op::RuleParams p = params_;
   p.rescale = rescale_;
   p.clip = clip_;
+  if (params_.rule == op::UpdateRule::lars) {
+    // MXNet's momentum_correction: the momentum scaled by the rate's change since the last step.
+    const double last = last_lr_ < 0 ? lr_ : last_lr_;
+    if (momentum_correction_ && last != 0) p.h0 = params_.h0 * lr_ / last;
+  }
   for (Group& g : groups) {
-    nd::multi_rule_update(p, g.weights, g.grads, g.states, g.master ? &g.masters : nullptr, g.scalars);
+    std::vector<nd::NDArray>* masters = g.master ? &g.masters : nullptr;
+    if (params_.rule == op::UpdateRule::lamb_direction) {
+      // Phase 1 writes each direction into a third array; phase 2 steps by the trust ratio.
+      for (std::size_t i = 0; i < g.weights.size(); ++i) {
+        g.states[i].push_back(nd::zeros(g.weights[i].shape(), g.ctx, g.master ? DType::float32 : g.dtype));
+      }
+      op::RuleParams phase1 = p;
+      phase1.num_states = 3;
+      nd::multi_rule_update(phase1, g.weights, g.grads, g.states, masters, g.scalars);
+      std::vector<nd::NDArray> directions;
+      for (const auto& states : g.states) directions.push_back(states[2]);
+      op::RuleParams phase2 = phase1;
+      phase2.rule = op::UpdateRule::lamb_step;
+      phase2.h0 = lower_bound_;
+      phase2.h1 = upper_bound_;
+      nd::multi_rule_update(phase2, g.weights, g.grads, g.states, masters,
+                            g.scalars, norm_pairs(g.master ? g.masters : g.weights, directions));
+      for (auto& states : g.states) states.pop_back();
+    } else if (params_.rule == op::UpdateRule::lars) {
+      nd::multi_rule_update(p, g.weights, g.grads, g.states, masters, g.scalars,
+                            norm_pairs(g.master ? g.masters : g.weights, g.grads));
+    } else {
+      nd::multi_rule_update(p, g.weights, g.grads, g.states, masters, g.scalars);
+    }
   }
   for (const StateKey& key : keys) next_count(key);
   m_schedule_ = m_schedule;
+  last_lr_ = lr_;
 }
 
 std::unique_ptr<Optimizer> Optimizer::create(const std::string& given, const HyperParams& params) {

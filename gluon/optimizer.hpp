@@ -125,8 +125,10 @@ class SGD : public Optimizer {
 };
 
 // MXNet 1.9's other element-wise optimizers, one class configured by name (create): nag, signum,
-// adagrad, rmsprop (centered, clip_weights), adadelta, adamax, nadam, adamw, ftrl, ftml. Each
-// step updates every copy of a context and dtype in one fused pass (nd::multi_rule_update), with
+// adagrad, rmsprop (centered, clip_weights), adadelta, adamax, nadam, adamw, ftrl, ftml, lamb,
+// lars. Each
+// step updates every copy of a context and dtype in one fused pass (nd::multi_rule_update; lamb in
+// two, around the norms of its weights and directions; lars after the weights' and gradients' norms), with
 // the rule, hyper-parameter names and defaults of MXNet 1.9 (ndarray/ops/update_rules.hpp).
 class RuleOptimizer : public Optimizer {
  public:
@@ -147,6 +149,10 @@ class RuleOptimizer : public Optimizer {
   op::RuleParams params_;
   double m_schedule_ = 1;  // Nadam: the momentum schedule's product over every update so far
   double schedule_decay_ = 0.004;
+  double lower_bound_ = -1, upper_bound_ = -1;  // LAMB's bounds of the weight norm (<= 0: none)
+  bool bias_correction_ = true;                 // LAMB
+  bool momentum_correction_ = true;             // LARS
+  double last_lr_ = -1;                         // LARS: the previous step's rate (-1: none yet)
 };
 
 class Adam : public Optimizer {

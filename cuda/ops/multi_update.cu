@@ -35,7 +35,7 @@ struct List {
 
 template <class T, class S>
 __global__ void multi_update_elements(const __grid_constant__ List<T, S> list, RuleParams p,
-                                      const TensorScalars* scalars) {
+                                      const TensorScalars* scalars, const float* norms) {
   using A = ComputeType<S>;
   const std::int64_t total = list.entry[list.count - 1].end;
   int t = 0;  // elements of one thread come in increasing order: the search goes on from the last
@@ -52,7 +52,7 @@ __global__ void multi_update_elements(const __grid_constant__ List<T, S> list, R
     const Entry<T, S>& e = list.entry[t];
     const std::int64_t j = i - (t ? list.entry[t - 1].end : 0);
     const A updated = apply_rule<A, S>(p, scalars[list.first + t], e.master ? A(e.master[j]) : A(e.weight[j]),
-                                       A(e.grad[j]), e.states, j);
+                                       A(e.grad[j]), e.states, j, norms ? norms + 2 * (list.first + t) : nullptr);
     if (e.master) e.master[j] = static_cast<S>(updated);
     e.weight[j] = static_cast<T>(updated);
   }
@@ -64,7 +64,8 @@ void multi_update(const ExecContext& ec, const Invocation& inv) {
   const RuleParams& p = inv.params.as<RuleParams>();
   const std::size_t n = static_cast<std::size_t>(p.num_weights);
   const std::size_t each = 2 + static_cast<std::size_t>(p.num_states + p.master), outs = each - 1;
-  const auto* scalars = static_cast<const TensorScalars*>(inv.inputs.back().data());
+  const auto* scalars = static_cast<const TensorScalars*>(inv.inputs[n * each].data());
+  const auto* norms = p.norms ? static_cast<const float*>(inv.inputs.back().data()) : nullptr;
   dispatch_floating(inv.inputs[0].dtype(), inv.op->name, [&](auto tag) {
     using T = decltype(tag);
     const auto run = [&](auto state_tag) {
@@ -72,7 +73,8 @@ void multi_update(const ExecContext& ec, const Invocation& inv) {
       List<T, S> list;
       const auto flush = [&](int next) {
         if (list.count > 0) {
-          cuda::launch(ec, inv.op->name, list.entry[list.count - 1].end, &multi_update_elements<T, S>, list, p, scalars);
+          cuda::launch(ec, inv.op->name, list.entry[list.count - 1].end, &multi_update_elements<T, S>, list, p, scalars,
+                       norms);
         }
         list.count = 0;
         list.first = next;

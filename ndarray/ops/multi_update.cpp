@@ -5,8 +5,9 @@
 // as no optimizer op is part of a model.
 //
 // Inputs, per weight: w, g, its states (RuleParams::num_states), and the float32 master copy under
-// multi_precision; then one (num_weights, 8) float64 array of TensorScalars, on the weights'
-// context. Outputs, per weight: w, the states, the master copy. Every weight has one dtype; the
+// multi_precision; then one (num_weights, 8) float64 array of TensorScalars, and, for the rules
+// that scale by norms (RuleParams::norms), one (num_weights, 2) float32 array of them, both on the
+// weights' context. Outputs, per weight: w, the states, the master copy. Every weight has one dtype; the
 // states are float32 with a master copy, else the weight's dtype.
 #include "ndarray/ops/multi_update.hpp"
 #include "ndarray/ops/optimizer.hpp"
@@ -30,11 +31,17 @@ void multi_update_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   const char* op = inv.op->name;
   const RuleParams& p = inv.params.as<RuleParams>();
   const std::size_t n = static_cast<std::size_t>(p.num_weights), each = per_weight(p);
-  if (inv.inputs.size() != n * each + 1) {
-    throw ValueError(std::string(op) + ": " + std::to_string(n) + " weights need " + std::to_string(n * each + 1) +
+  const std::size_t extra = p.norms ? 2 : 1;
+  if (inv.inputs.size() != n * each + extra) {
+    throw ValueError(std::string(op) + ": " + std::to_string(n) + " weights need " + std::to_string(n * each + extra) +
                      " inputs, got " + std::to_string(inv.inputs.size()));
   }
-  const NDArray& scalars = inv.inputs.back();
+  const NDArray& scalars = inv.inputs[n * each];
+  if (p.norms && (inv.inputs.back().dtype() != DType::float32 ||
+                  inv.inputs.back().shape() != Shape{static_cast<std::int64_t>(n), 2})) {
+    throw ShapeError(std::string(op) + ": the per-weight norms " + nd::describe(inv.inputs.back()) + " must be (" +
+                     std::to_string(n) + ", 2) float32");
+  }
   if (scalars.dtype() != DType::float64 || scalars.shape() != Shape{static_cast<std::int64_t>(n), 8}) {
     throw ShapeError(std::string(op) + ": the per-weight scalars " + nd::describe(scalars) + " must be (" +
                      std::to_string(n) + ", 8) float64");
@@ -65,7 +72,8 @@ void multi_update_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
 void multi_update_cpu(const ExecContext&, const Invocation& inv) {
   const RuleParams& p = inv.params.as<RuleParams>();
   const std::size_t n = static_cast<std::size_t>(p.num_weights), each = per_weight(p), outs = each - 1;
-  const auto* scalars = static_cast<const TensorScalars*>(inv.inputs.back().data());
+  const auto* scalars = static_cast<const TensorScalars*>(inv.inputs[n * each].data());
+  const auto* norms = p.norms ? static_cast<const float*>(inv.inputs.back().data()) : nullptr;
   struct Chunk {
     std::size_t weight;
     std::int64_t begin, end;
@@ -89,7 +97,8 @@ void multi_update_cpu(const ExecContext&, const Invocation& inv) {
         for (int k = 0; k < p.num_states; ++k) states[k] = static_cast<S*>(inv.outputs[i * outs + 1 + k].data());
         S* master = p.master ? static_cast<S*>(inv.outputs[i * outs + outs - 1].data()) : nullptr;
         for (std::int64_t e = chunk.begin; e < chunk.end; ++e) {
-          const A updated = apply_rule<A, S>(p, scalars[i], master ? A(master[e]) : A(w[e]), A(g[e]), states, e);
+          const A updated = apply_rule<A, S>(p, scalars[i], master ? A(master[e]) : A(w[e]), A(g[e]), states, e,
+                                             norms ? norms + 2 * i : nullptr);
           if (master) master[e] = static_cast<S>(updated);
           w[e] = static_cast<T>(updated);
         }
@@ -117,7 +126,7 @@ namespace mx::nd {
 
 void multi_rule_update(const op::RuleParams& params, std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
                        std::vector<std::vector<NDArray>>& states, std::vector<NDArray>* masters,
-                       const std::vector<op::TensorScalars>& scalars) {
+                       const std::vector<op::TensorScalars>& scalars, const NDArray& norms) {
   const char* op = "_multi_update";
   const std::size_t n = weights.size();
   if (grads.size() != n || states.size() != n || scalars.size() != n || (masters && masters->size() != n)) {
@@ -130,6 +139,7 @@ void multi_rule_update(const op::RuleParams& params, std::vector<NDArray>& weigh
   op::RuleParams p = params;
   p.num_weights = static_cast<std::int32_t>(n);
   p.master = masters ? 1 : 0;
+  p.norms = norms.is_none() ? 0 : 1;
   std::vector<NDArray> inputs, outputs;
   for (std::size_t i = 0; i < n; ++i) {
     detail::check_not_none(op, weights[i]);
@@ -161,6 +171,7 @@ void multi_rule_update(const op::RuleParams& params, std::vector<NDArray>& weigh
   }
   inputs.push_back(array(table.data(), DType::float64, Shape{static_cast<std::int64_t>(n), 8}, weights[0].context(),
                          DType::float64));
+  if (!norms.is_none()) inputs.push_back(norms);
   op::invoke_into(op::multi_update_op(), std::move(inputs), std::move(outputs), p);
 }
 

@@ -76,8 +76,10 @@ void multi_mp_sgd_mom_update(std::vector<NDArray>& weights, const std::vector<ND
 // context and one weight dtype for the list. Typed errors naming _multi_update, and nothing
 // changed, for lists of other lengths, a state count other than the rule's, mismatched shapes,
 // dtypes or contexts.
+// norms: for lamb_step and lars, (n, 2) float32 on the weights' context (the weight's L2 norm and
+// the direction's or the gradient's); none for the other rules.
 void multi_rule_update(const op::RuleParams& params, std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
                        std::vector<std::vector<NDArray>>& states, std::vector<NDArray>* masters,
-                       const std::vector<op::TensorScalars>& scalars);
+                       const std::vector<op::TensorScalars>& scalars, const NDArray& norms = NDArray());
 
 }  // namespace mx::nd

@@ -31,6 +31,9 @@ enum class UpdateRule : std::int32_t {
   adamw,             // _contrib_adamw_update               states: mean, var
   ftrl,              // ftrl_update                         states: z, n
   ftml,              // ftml_update                         states: d, v, z
+  lamb_direction,    // lamb_update_phase1: the direction into state 2   states: mean, var, direction
+  lamb_step,         // lamb_update_phase2, by the trust ratio of the norms   states: mean, var, direction
+  lars,              // multi_lars + preloaded_multi_sgd(_mom)_update        states: mom (none at momentum 0)
 };
 
 // Hyper-parameters shared by every tensor of a launch (h: the rule's own, named in RuleParams
@@ -40,19 +43,23 @@ struct RuleParams {
   std::int32_t num_weights = 0;
   std::int32_t num_states = 0;
   std::int32_t master = 0;  // 1: a float32 master copy follows the states (multi_precision)
+  std::int32_t norms = 0;   // 1: a (num_weights, 2) float32 input of the weights' and directions' L2 norms follows
   double rescale = 1, clip = -1;
   // nag: h0 momentum. signum: h0 momentum, h1 wd_lh. adagrad: h0 epsilon. rmsprop: h0 gamma1,
   // h1 epsilon, h2 clip_weights (<= 0: none). rmsprop_centered: h0 gamma1, h1 gamma2, h2
   // clip_weights, h3 epsilon. adadelta: h0 rho, h1 epsilon. adamax: h0 beta1, h1 beta2. nadam: h0
   // beta1, h1 beta2, h2 epsilon. adamw: h0 beta1, h1 beta2, h2 epsilon, h3 eta. ftrl: h0 lamda1,
-  // h1 beta. ftml: h0 beta1, h1 beta2, h2 epsilon.
+  // h1 beta. ftml: h0 beta1, h1 beta2, h2 epsilon. lamb_direction: h0 beta1, h1 beta2, h2 epsilon.
+  // lamb_step: h0 lower_bound, h1 upper_bound (<= 0: none). lars: h0 momentum (corrected), h1
+  // eta, h2 eps.
   double h0 = 0, h1 = 0, h2 = 0, h3 = 0;
 };
 
 // Per tensor, from the host: the rate and decay with their multipliers, and two step scalars.
 // adamax: c0 = lr / (1 - beta1^t). nadam: c0 = the momentum schedule's product up to t, c1 = the
 // product up to t + 1 (m_schedule and m_schedule_next), c2 = momentum_t, c3 = momentum_t+1, c4 =
-// 1 - beta2^t. ftml: c0 = 1 - beta1^t, c1 = 1 - beta2^t.
+// 1 - beta2^t. ftml and lamb_direction: c0 = 1 - beta1^t, c1 = 1 - beta2^t (lamb without
+// bias_correction: 1 and 1).
 struct TensorScalars {
   double lr = 0, wd = 0, c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, unused = 0;
 };
@@ -73,9 +80,11 @@ NDG_HD A sign(A v) {
 
 }  // namespace rules
 
-// One element: w the weight (read and returned), g the raw gradient, s the rule's states.
+// One element: w the weight (read and returned), g the raw gradient, s the rule's states, norms
+// the tensor's two L2 norms (lamb_step: weight, direction; lars: weight, gradient) or null.
 template <class A, class S>
-NDG_HD A apply_rule(const RuleParams& p, const TensorScalars& t, A w, A g, S* const* s, std::int64_t i) {
+NDG_HD A apply_rule(const RuleParams& p, const TensorScalars& t, A w, A g, S* const* s, std::int64_t i,
+                    const float* norms = nullptr) {
   using std::abs;
   using std::sqrt;
   const A lr = A(t.lr), wd = A(t.wd);
@@ -187,6 +196,35 @@ NDG_HD A apply_rule(const RuleParams& p, const TensorScalars& t, A w, A g, S* co
       store(1, v);
       store(2, z);
       return -z / d;
+    }
+    case UpdateRule::lamb_direction: {  // wd stays out of the moments
+      const A beta1 = A(p.h0), beta2 = A(p.h1);
+      const A grad = rules::clip(A(p.rescale) * g, p.clip);
+      const A m = beta1 * load(0) + (A(1) - beta1) * grad;
+      const A v = beta2 * load(1) + (A(1) - beta2) * grad * grad;
+      store(0, m);
+      store(1, v);
+      store(2, (m / A(t.c0)) / (sqrt(v / A(t.c1)) + A(p.h2)) + wd * w);
+      return w;
+    }
+    case UpdateRule::lamb_step: {
+      double r1 = norms[0];
+      const double r2 = norms[1];
+      if (p.h0 > 0 && r1 < p.h0) r1 = p.h0;
+      if (p.h1 > 0 && r1 > p.h1) r1 = p.h1;
+      const A ratio = (r1 == 0 || r2 == 0) ? A(1) : A(r1 / r2);
+      return w - lr * ratio * load(2);
+    }
+    case UpdateRule::lars: {  // the trust ratio from the rescaled, unclipped gradient's norm
+      const double w_norm = norms[0], g_norm = norms[1];
+      const A rate = (w_norm > 0 && g_norm > 0)
+                         ? lr * A(p.h1 * w_norm / (g_norm * p.rescale + t.wd * w_norm + p.h2))
+                         : lr;
+      const A grad = rules::clip(A(p.rescale) * g, p.clip);
+      if (p.h0 == 0) return w - rate * wd * w - rate * grad;
+      const A m = A(p.h0) * load(0) - rate * wd * w - rate * grad;
+      store(0, m);
+      return w + m;
     }
   }
   return w;

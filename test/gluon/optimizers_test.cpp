@@ -1,5 +1,5 @@
 // MXNet 1.9's other optimizers (gluon::RuleOptimizer: nag, signum, adagrad, rmsprop, adadelta,
-// adamax, nadam, adamw, ftrl, ftml): several steps of two parameters on every context, with
+// adamax, nadam, adamw, ftrl, ftml, lamb, lars): several steps of two parameters on every context, with
 // rescale_grad, clip_gradient, wd and a learning rate that changes every step, against each
 // update rule written out here in double precision (MXNet's Python formulas, not the kernels);
 // float16 and bfloat16 weights with multi_precision against the same reference; creation by name
@@ -53,6 +53,10 @@ const std::vector<Case>& cases() {
       {"adamw", {{"eta", 0.5}, {"epsilon", 1e-6}}},
       {"ftrl", {{"lamda1", 0.001}, {"beta", 0.5}}},
       {"ftml", {{"beta1", 0.7}, {"epsilon", 1e-6}}},
+      {"lamb", {{"beta1", 0.8}, {"lower_bound", 0.5}, {"upper_bound", 3}}},
+      {"lamb", {{"bias_correction", 0}}},
+      {"lars", {{"momentum", 0.9}, {"eta", 0.01}, {"eps", 1e-6}}},
+      {"lars", {{"eta", 0.02}}},
   };
   return all;
 }
@@ -70,6 +74,7 @@ struct Reference {
   Values w;
   std::vector<Values> s;  // the states, as the rule names them
   int t = 0;
+  double last_lr = 0;  // lars
 };
 
 // The shared settings of every case.
@@ -84,6 +89,51 @@ void reference_step(const Case& c, Reference& r, const Values& g, double lr, dou
   const auto states = [&](std::size_t k) {
     while (r.s.size() < k) r.s.emplace_back(r.w.size(), 0.0);
   };
+  const auto l2 = [](const Values& v) {
+    double sum = 0;
+    for (double x : v) sum += x * x;
+    return std::sqrt(sum);
+  };
+  if (n == "lamb") {  // lamb_update_phase1, the norms, lamb_update_phase2
+    states(2);
+    const double b1 = hyper(c, "beta1", 0.9), b2 = hyper(c, "beta2", 0.999), eps = hyper(c, "epsilon", 1e-6);
+    const bool corrected = hyper(c, "bias_correction", 1) != 0;
+    Values direction(r.w.size());
+    for (std::size_t i = 0; i < r.w.size(); ++i) {
+      const double grad = clip(kRescale * g[i], kClip);
+      r.s[0][i] = b1 * r.s[0][i] + (1 - b1) * grad;
+      r.s[1][i] = b2 * r.s[1][i] + (1 - b2) * grad * grad;
+      const double m = corrected ? r.s[0][i] / (1 - std::pow(b1, t)) : r.s[0][i];
+      const double v = corrected ? r.s[1][i] / (1 - std::pow(b2, t)) : r.s[1][i];
+      direction[i] = m / (std::sqrt(v) + eps) + kWd * r.w[i];
+    }
+    double r1 = l2(r.w);
+    const double r2 = l2(direction);
+    if (hyper(c, "lower_bound", -1) > 0) r1 = std::max(r1, hyper(c, "lower_bound", -1));
+    if (hyper(c, "upper_bound", -1) > 0) r1 = std::min(r1, hyper(c, "upper_bound", -1));
+    const double ratio = (r1 == 0 || r2 == 0) ? 1 : r1 / r2;
+    for (std::size_t i = 0; i < r.w.size(); ++i) r.w[i] -= lr * ratio * direction[i];
+    return;
+  }
+  if (n == "lars") {  // multi_lars, then the (momentum) SGD step at the scaled rate
+    const double mom = hyper(c, "momentum", 0), eta = hyper(c, "eta", 0.001), eps = hyper(c, "eps", 0);
+    const double w_norm = l2(r.w), g_norm = l2(g);
+    const double rate = (w_norm > 0 && g_norm > 0) ? lr * eta * w_norm / (g_norm * kRescale + kWd * w_norm + eps) : lr;
+    // momentum_correction: the momentum scaled by the rate's change since the previous step.
+    const double momentum = r.t > 1 ? mom * lr / r.last_lr : mom;
+    r.last_lr = lr;
+    if (mom != 0) states(1);
+    for (std::size_t i = 0; i < r.w.size(); ++i) {
+      const double grad = clip(kRescale * g[i], kClip);
+      if (mom == 0) {
+        r.w[i] += -rate * kWd * r.w[i] - rate * grad;
+      } else {
+        r.s[0][i] = momentum * r.s[0][i] - rate * kWd * r.w[i] - rate * grad;
+        r.w[i] += r.s[0][i];
+      }
+    }
+    return;
+  }
   for (std::size_t i = 0; i < r.w.size(); ++i) {
     double& w = r.w[i];
     const double g0 = g[i];
@@ -205,7 +255,7 @@ void run_case(const Case& c, mx::Context ctx, DType dtype) {
     Values w(static_cast<std::size_t>(shapes[p].numel()));
     for (double& x : w) x = rounded(uniform(engine), dtype);
     weights.push_back(nd::array(w, shapes[p], ctx, dtype));
-    refs.push_back({w, {}, 0});
+    refs.push_back({w, {}, 0, 0});
     keys.push_back({p, 0});
   }
   double m_schedule = 1;
@@ -270,7 +320,8 @@ BOOST_AUTO_TEST_CASE(half_weights_with_multi_precision_follow_the_reference) {
 BOOST_AUTO_TEST_CASE(created_by_name_with_mxnet_defaults) {
   for (const auto& [name, lr] : std::vector<std::pair<std::string, double>>{
            {"nag", 0.01}, {"signum", 0.01}, {"adagrad", 0.01}, {"rmsprop", 0.001}, {"adadelta", 1.0},
-           {"adamax", 0.002}, {"nadam", 0.001}, {"adamw", 0.001}, {"ftrl", 0.1}, {"ftml", 0.0025}}) {
+           {"adamax", 0.002}, {"nadam", 0.001}, {"adamw", 0.001}, {"ftrl", 0.1}, {"ftml", 0.0025}, {"lamb", 0.001},
+           {"lars", 0.01}}) {
     BOOST_TEST_CONTEXT(name) {
       const auto optimizer = gluon::Optimizer::create(name, {});
       BOOST_TEST(optimizer->learning_rate() == lr);
@@ -285,7 +336,7 @@ BOOST_AUTO_TEST_CASE(created_by_name_with_mxnet_defaults) {
 
 BOOST_AUTO_TEST_CASE(bad_names_and_values_are_typed_errors) {
   NDG_CHECK_THROWS_WITH(gluon::Optimizer::create("adamm", {}), mx::ValueError, "unknown optimizer 'adamm'",
-                        "adadelta, adagrad, adam, adamax, adamw, ftml, ftrl, nadam, nag, rmsprop, sgd, signum");
+                        "adadelta, adagrad, adam, adamax, adamw, ftml, ftrl, lamb, lars, nadam, nag, rmsprop, sgd, signum");
   NDG_CHECK_THROWS_WITH(gluon::Optimizer::create("rmsprop", {{"gamma3", 1}}), mx::ValueError, "rmsprop",
                         "unknown hyper-parameter 'gamma3'", "gamma1");
   NDG_CHECK_THROWS_WITH(gluon::Optimizer::create("nag", {{"learning_rate", -1}}), mx::ValueError, "nag",
