@@ -108,6 +108,12 @@ void Optimizer::set_states(const std::map<StateKey, CopyState>& states) {
   counts_ = std::move(counts);
 }
 
+void Optimizer::set_scalars(const std::map<std::string, double>& scalars) {
+  if (!scalars.empty()) {
+    throw ValueError(std::string(name_) + ": keeps no scalars between steps, given '" + scalars.begin()->first + "'");
+  }
+}
+
 nd::NDArray& Optimizer::master_for(const StateKey& key, const nd::NDArray& weight) {
   nd::NDArray& master = master_[key];
   if (master.is_none() || master.shape() != weight.shape()) master = weight.detach().astype(DType::float32);
@@ -367,6 +373,26 @@ RuleOptimizer::RuleOptimizer(const std::string& name, const HyperParams& params)
   }
   if (spec->rule == op::UpdateRule::nadam) schedule_decay_ = hyper["schedule_decay"];
   params_.num_states = static_cast<std::int32_t>(state_names_.size());
+}
+
+std::map<std::string, double> RuleOptimizer::scalars() const {
+  if (params_.rule == op::UpdateRule::nadam) return {{"m_schedule", m_schedule_}};
+  if (params_.rule == op::UpdateRule::lars) return {{"last_lr", last_lr_}};
+  return {};
+}
+
+void RuleOptimizer::set_scalars(const std::map<std::string, double>& scalars) {
+  const std::map<std::string, double> mine = this->scalars();
+  for (const auto& [name, value] : scalars) {
+    if (!mine.count(name)) {
+      throw ValueError(std::string(name_) + ": no scalar '" + name + "' between steps" +
+                       (mine.empty() ? std::string(" (it keeps none)") : " (it keeps '" + mine.begin()->first + "')"));
+    }
+  }
+  for (const auto& [name, value] : scalars) {
+    if (name == "m_schedule") m_schedule_ = value;
+    if (name == "last_lr") last_lr_ = value;
+  }
 }
 
 void RuleOptimizer::prepare_state(const StateKey& key, const nd::NDArray& weight) {

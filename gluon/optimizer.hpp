@@ -65,6 +65,11 @@ class Optimizer {
   // next update.
   std::map<StateKey, CopyState> states() const;
   void set_states(const std::map<StateKey, CopyState>& states);
+  // The optimizer's own scalars between steps, beside the per-copy states (Nadam's momentum
+  // schedule, LARS's previous rate), by name; set_scalars takes what scalars() gave, and throws
+  // mx::ValueError naming an unknown one (nothing changed).
+  virtual std::map<std::string, double> scalars() const { return {}; }
+  virtual void set_scalars(const std::map<std::string, double>& scalars);
 
   // By name, in any case as MXNet's registry: "sgd", "adam" or a RuleOptimizer's, with hyper-parameters (learning_rate, wd, clip_gradient, rescale_grad,
   // multi_precision, and momentum / beta1, beta2, epsilon). Unknown names throw mx::ValueError listing the valid ones;
@@ -137,6 +142,8 @@ class RuleOptimizer : public Optimizer {
   void update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
                     const std::vector<nd::NDArray>& grads) override;
   std::vector<std::string> state_names() const override { return state_names_; }
+  std::map<std::string, double> scalars() const override;
+  void set_scalars(const std::map<std::string, double>& scalars) override;
   // The names create() knows this class by.
   static const std::vector<std::string>& names();
 

@@ -334,6 +334,17 @@ BOOST_AUTO_TEST_CASE(created_by_name_with_mxnet_defaults) {
   BOOST_TEST(gluon::Optimizer::create("nag", {})->state_names().empty());
 }
 
+BOOST_AUTO_TEST_CASE(optimizer_scalars_round_trip) {
+  auto nadam = gluon::Optimizer::create("nadam", {});
+  BOOST_TEST((nadam->scalars() == std::map<std::string, double>{{"m_schedule", 1.0}}));
+  nadam->set_scalars({{"m_schedule", 0.5}});
+  BOOST_TEST(nadam->scalars().at("m_schedule") == 0.5);
+  NDG_CHECK_THROWS_WITH(nadam->set_scalars({{"last_lr", 1}}), mx::ValueError, "nadam", "'last_lr'", "m_schedule");
+  BOOST_TEST(nadam->scalars().at("m_schedule") == 0.5);
+  BOOST_TEST(gluon::Optimizer::create("lars", {})->scalars().count("last_lr") == 1);
+  NDG_CHECK_THROWS_WITH(gluon::Optimizer::create("sgd", {})->set_scalars({{"x", 1}}), mx::ValueError, "sgd", "'x'");
+}
+
 BOOST_AUTO_TEST_CASE(bad_names_and_values_are_typed_errors) {
   NDG_CHECK_THROWS_WITH(gluon::Optimizer::create("adamm", {}), mx::ValueError, "unknown optimizer 'adamm'",
                         "adadelta, adagrad, adam, adamax, adamw, ftml, ftrl, lamb, lars, nadam, nag, rmsprop, sgd, signum");
