@@ -1,6 +1,6 @@
 """PyTorch on the cases of bench/ndarray_bench.cpp (no argument), bench/gluon_bench.cpp ('gluon'),
-bench/conv_bench.cpp ('conv'), bench/hybridize_bench.cpp ('hybridize') or bench/amp_bench.cpp ('amp'),
-on the same GPU: prints 'case seconds-per-op'."""
+bench/conv_bench.cpp ('conv'), bench/hybridize_bench.cpp ('hybridize'), bench/amp_bench.cpp ('amp')
+or bench/optimizer_bench.cpp ('optim SHAPES_FILE'), on the same GPU: prints 'case seconds-per-op'."""
 import statistics
 import sys
 import time
@@ -19,6 +19,33 @@ def median_seconds(fn, reps, trials=5):
         if t > 0:
             times.append((time.perf_counter() - start) / reps)
     return statistics.median(times)
+
+
+def optim(shapes_file):
+    """One step of each optimizer on tensors of the shapes listed (one per line), float32, with
+    PyTorch's fastest CUDA implementation: fused=True where it has one (SGD, Adam, AdamW), else
+    foreach=True. PyTorch has no LAMB."""
+    dev = torch.device("cuda:0")
+    with open(shapes_file) as f:
+        shapes = [tuple(int(d) for d in line.split()) for line in f if line.strip()]
+    params = [torch.nn.Parameter(torch.rand(s, device=dev) * 2 - 1) for s in shapes]
+    for p in params:
+        p.grad = torch.rand_like(p) * 2 - 1
+    o = torch.optim
+    families = {
+        "sgd": lambda: o.SGD(params, lr=0.1, momentum=0.9, weight_decay=1e-4, fused=True),
+        "nag": lambda: o.SGD(params, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-4, fused=True),
+        "adam": lambda: o.Adam(params, lr=1e-3, weight_decay=1e-4, fused=True),
+        "adamw": lambda: o.AdamW(params, lr=1e-3, weight_decay=1e-2, fused=True),
+        "adamax": lambda: o.Adamax(params, lr=2e-3, foreach=True),
+        "nadam": lambda: o.NAdam(params, lr=1e-3, foreach=True),
+        "rmsprop": lambda: o.RMSprop(params, lr=1e-3, foreach=True),
+        "adagrad": lambda: o.Adagrad(params, lr=1e-2, foreach=True),
+        "adadelta": lambda: o.Adadelta(params, foreach=True),
+    }
+    for name, make in families.items():
+        opt = make()
+        print("optim_" + name, median_seconds(opt.step, 20))
 
 
 def main():
@@ -309,4 +336,7 @@ def hybridize():
 
 
 if __name__ == "__main__":
-    {"gluon": gluon, "conv": conv, "hybridize": hybridize, "amp": amp}.get(sys.argv[1] if len(sys.argv) == 2 else "", main)()
+    if len(sys.argv) == 3 and sys.argv[1] == "optim":
+        optim(sys.argv[2])
+    else:
+        {"gluon": gluon, "conv": conv, "hybridize": hybridize, "amp": amp}.get(sys.argv[1] if len(sys.argv) == 2 else "", main)()
