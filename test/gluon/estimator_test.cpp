@@ -450,7 +450,8 @@ BOOST_AUTO_TEST_CASE(checkpoints_are_written_with_mxnets_names) {
   est::Estimator eager_estimator(eager, gluon::loss::SoftmaxCrossEntropyLoss(), {}, sgd(eager), {mx::cpu()});
   std::ostringstream eager_log;
   eager_estimator.set_logger(eager_log);
-  eager_estimator.fit(train, nullptr, 1, {std::make_shared<est::CheckpointHandler>(other.str())});
+  eager_estimator.fit(train, nullptr, 1,
+                      {std::make_shared<est::CheckpointHandler>(other.str(), est::CheckpointOptions{.verbose = 1})});
   BOOST_TEST(fs::exists(other.file("model-epoch0batch3.params")));
   BOOST_TEST(fs::exists(other.file("model-epoch0batch3.states")));
   BOOST_TEST(!fs::exists(other.file("model-symbol.json")));

@@ -43,9 +43,9 @@ void check_metric_refs(const char* op, const EventHandlers& handlers, const Metr
     for (const MetricPtr& metric : handler->metrics_used()) {
       if (std::find(known.begin(), known.end(), metric) != known.end()) continue;
       throw ValueError(std::string(op) + ": an event handler reads metric '" + (metric ? metric->name() : "null") +
-                       "', which is none of the Estimator's " + (known.size() == 0 ? "(none)" : "") +
-                       "train_metrics and val_metrics; give it one of those (estimator.train_metrics()[i], "
-                       "estimator.val_metrics()[i]), so that the MetricHandler that fit adds updates it");
+                       "', which is none of the Estimator's train_metrics and val_metrics; give it one of those "
+                       "(estimator.train_metrics()[i], estimator.val_metrics()[i]), which the MetricHandler "
+                       "added by default updates");
     }
   }
 }

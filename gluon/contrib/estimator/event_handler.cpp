@@ -371,8 +371,10 @@ void CheckpointHandler::save_params_and_trainer(Estimator& estimator, const std:
 void CheckpointHandler::save_symbol(Estimator& estimator) {
   const fs::path symbol = fs::path(model_dir_) / (options_.model_prefix + "-symbol.json");
   if (!estimator.net().is_hybridized()) {
-    estimator.logger() << "Model architecture (symbol file) is not saved: call net.hybridize() before fit to save it "
-                       << "as " << symbol.string() << "\n";
+    if (options_.verbose > 0) {
+      estimator.logger() << "Model architecture (symbol file) is not saved: call net.hybridize() before fit to save "
+                         << "it as " << symbol.string() << "\n";
+    }
     return;
   }
   // export_model writes the graph and the parameters; the parameters go to a folder of their own.

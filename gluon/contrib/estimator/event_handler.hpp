@@ -191,7 +191,7 @@ struct CheckpointOptions {
   std::string model_prefix = "model";
   // The metric that decides the best checkpoint (one of the Estimator's train or val metrics).
   MetricPtr monitor = nullptr;
-  int verbose = 0;         // > 0: a line on the logger for every checkpoint saved
+  int verbose = 0;         // > 0: a line on the logger for every checkpoint saved (and a symbol file not)
   bool save_best = false;  // also keep <prefix>-best.params / .states for the best monitored value
   // "min", "max", or "auto": max for a monitor whose name holds "acc" or "f1", min otherwise.
   std::string mode = "auto";
@@ -208,7 +208,7 @@ struct CheckpointOptions {
 // .states, where E counts the epochs finished and B the batches (at an epoch's end, every batch so
 // far; at a batch's end, that batch's index), <prefix>-best.params / .states with save_best, and
 // <prefix>-symbol.json after the first batch when the net is hybridized (its graph, as
-// Block::export_model writes it). With resume_from_checkpoint, the checkpoint of the largest epoch,
+// Block::export_model writes it; with verbose, a line says when it is not). With resume_from_checkpoint, the checkpoint of the largest epoch,
 // then batch, is loaded at train_begin, fit's epochs (batches) become what is left, and the later
 // checkpoints are numbered on from it: resuming at an epoch's end continues as the first run
 // would have (with a loader that does not shuffle, whose epochs are the same).
