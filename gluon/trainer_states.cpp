@@ -372,7 +372,8 @@ void Trainer::load_states_frombuffer(std::string_view bytes, const std::string& 
     const Parameter& param = params[p].second;
     const FileParam& saved = file.params.at(p);
     const std::string named = "parameter " + std::to_string(p) + " " + file_name(p) + here_name(p);
-    for (const auto& [c, copy] : saved.copies) {
+    for (const auto& [index, copy] : saved.copies) {
+      const std::size_t c = index;  // a variable the lambdas below can capture
       const auto check = [&](const nd::NDArray& array, const std::string& what, bool master) {
         if (!fits(array.shape(), param.shape())) {
           throw ShapeError(where + ": " + what + " of " + named + ", copy " + std::to_string(c) + ", is " +

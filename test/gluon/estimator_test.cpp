@@ -239,7 +239,9 @@ BOOST_AUTO_TEST_CASE(fit_equals_the_hand_written_loop_bit_for_bit) {
          return t;
        }},
   };
-  for (const auto& [name, make] : trainers) {
+  for (const auto& trainer : trainers) {
+    const std::string& name = trainer.first;
+    const auto& make = trainer.second;
     ndg_test::for_each_context([&](mx::Context ctx) {
       BOOST_TEST_CONTEXT(name) { check_fit_equals_hand_loop({ctx}, make); }
     });
