@@ -47,6 +47,19 @@ void LossScaler::update_scale(bool overflow) {
   }
 }
 
+void LossScaler::set_state(double scale, std::int64_t unskipped, std::int64_t skipped) {
+  if (!(std::isfinite(scale) && scale > 0)) {
+    throw ValueError("LossScaler: scale " + std::to_string(scale) + " must be a positive finite number");
+  }
+  if (unskipped < 0 || skipped < 0) {
+    throw ValueError("LossScaler: the counts of clean steps (" + std::to_string(unskipped) + ") and skipped steps (" +
+                     std::to_string(skipped) + ") must be >= 0");
+  }
+  scale_ = scale;
+  clean_ = unskipped;
+  skipped_ = skipped;
+}
+
 void init_trainer(gluon::Trainer& trainer, std::shared_ptr<LossScaler> scaler) {
   trainer.set_loss_scaler(scaler ? std::move(scaler) : std::make_shared<LossScaler>());
 }

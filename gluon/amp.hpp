@@ -36,6 +36,14 @@ class LossScaler {
   // clean steps restarts; after scale_window clean steps it is multiplied by scale_factor.
   void update_scale(bool overflow);
   std::int64_t skipped_steps() const { return skipped_; }
+  double scale_factor() const { return factor_; }
+  std::int64_t scale_window() const { return window_; }
+  // The clean steps since the scale last changed (MXNet's _unskipped): scale_window of them raise it.
+  std::int64_t unskipped() const { return clean_; }
+  // Restores what loss_scale(), unskipped() and skipped_steps() report (Trainer::load_states).
+  // mx::ValueError naming the value, and nothing changed, unless scale is a positive finite number
+  // and the counts are >= 0.
+  void set_state(double scale, std::int64_t unskipped, std::int64_t skipped);
 
  private:
   double scale_, factor_;

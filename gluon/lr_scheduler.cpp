@@ -79,6 +79,19 @@ void LRScheduler::set_base_lr(double lr) {
   base_lr_ = lr;
 }
 
+void LRScheduler::check_state(const State& state) const {
+  check_rate("base_lr", state.base_lr);
+  if (state.position != 0) {
+    throw ValueError(std::string(type_) + ": a saved position " + std::to_string(state.position) +
+                     " for a schedule that keeps none (it must be 0)");
+  }
+}
+
+void LRScheduler::set_state(const State& state) {
+  check_state(state);
+  base_lr_ = state.base_lr;
+}
+
 double LRScheduler::warmup_lr(std::int64_t num_update) const {
   if (warmup_mode_ == "constant") return warmup_begin_lr_;
   return warmup_begin_lr_ + (warmup_final_lr_ - warmup_begin_lr_) * static_cast<double>(num_update) /
@@ -107,6 +120,20 @@ double FactorScheduler::operator()(std::int64_t num_update) {
   return base_lr_;
 }
 
+void FactorScheduler::check_state(const State& state) const {
+  check_rate("base_lr", state.base_lr);
+  if (state.position < 0 || state.position % step_ != 0) {
+    throw ValueError("FactorScheduler: a saved position of " + std::to_string(state.position) +
+                     " updates decayed for, which is not a multiple >= 0 of its step " + std::to_string(step_));
+  }
+}
+
+void FactorScheduler::set_state(const State& state) {
+  check_state(state);
+  base_lr_ = state.base_lr;
+  count_ = state.position;
+}
+
 MultiFactorScheduler::MultiFactorScheduler(std::vector<std::int64_t> steps, double factor, double base_lr,
                                            std::int64_t warmup_steps, double warmup_begin_lr,
                                            const std::string& warmup_mode)
@@ -132,6 +159,20 @@ double MultiFactorScheduler::operator()(std::int64_t num_update) {
     base_lr_ *= factor_;
   }
   return base_lr_;
+}
+
+void MultiFactorScheduler::check_state(const State& state) const {
+  check_rate("base_lr", state.base_lr);
+  if (state.position < 0 || state.position > static_cast<std::int64_t>(steps_.size())) {
+    throw ValueError("MultiFactorScheduler: a saved position (next step) " + std::to_string(state.position) +
+                     " outside [0, " + std::to_string(steps_.size()) + "] for its steps " + list(steps_));
+  }
+}
+
+void MultiFactorScheduler::set_state(const State& state) {
+  check_state(state);
+  base_lr_ = state.base_lr;
+  next_step_ = static_cast<std::size_t>(state.position);
 }
 
 PolyScheduler::PolyScheduler(std::int64_t max_update, double base_lr, double pwr, double final_lr,

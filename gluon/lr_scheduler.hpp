@@ -44,6 +44,24 @@ class LRScheduler {
   double warmup_begin_lr() const { return warmup_begin_lr_; }
   double warmup_final_lr() const { return warmup_final_lr_; }
   const std::string& warmup_mode() const { return warmup_mode_; }
+  // "FactorScheduler", ...: the class, as errors and Trainer::save_states name it.
+  const char* type() const { return type_; }
+
+  // Where the schedule stands (Note [stateful schedules]), as Trainer::save_states keeps it: the
+  // base_lr it has reached, and the position of its decay: FactorScheduler the updates it has
+  // decayed for, MultiFactorScheduler the index of its next step, 0 for the others (Poly and
+  // Cosine keep only the last rate, base_lr). A user-defined schedule with more state overrides
+  // all three.
+  struct State {
+    double base_lr = 0;
+    std::int64_t position = 0;
+  };
+  virtual State state() const { return {base_lr_, 0}; }
+  // Throws mx::ValueError naming this scheduler and the value unless state could be one of this
+  // scheduler's: base_lr a finite number >= 0, the position one this schedule reaches.
+  virtual void check_state(const State& state) const;
+  // check_state, then restores state; nothing changes when it throws.
+  virtual void set_state(const State& state);
 
  protected:
   // `type` names the scheduler in errors ("FactorScheduler"). Throws mx::ValueError, as MXNet
@@ -76,6 +94,10 @@ class FactorScheduler : public LRScheduler {
                            std::int64_t warmup_steps = 0, double warmup_begin_lr = 0,
                            const std::string& warmup_mode = "linear");
   double operator()(std::int64_t num_update) override;
+  State state() const override { return {base_lr_, count_}; }
+  // The position must be a multiple of step() >= 0.
+  void check_state(const State& state) const override;
+  void set_state(const State& state) override;
 
   std::int64_t step() const { return step_; }
   double factor() const { return factor_; }
@@ -96,6 +118,10 @@ class MultiFactorScheduler : public LRScheduler {
                                 std::int64_t warmup_steps = 0, double warmup_begin_lr = 0,
                                 const std::string& warmup_mode = "linear");
   double operator()(std::int64_t num_update) override;
+  State state() const override { return {base_lr_, static_cast<std::int64_t>(next_step_)}; }
+  // The position must be in [0, steps().size()].
+  void check_state(const State& state) const override;
+  void set_state(const State& state) override;
 
   const std::vector<std::int64_t>& steps() const { return steps_; }
   double factor() const { return factor_; }

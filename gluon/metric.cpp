@@ -67,6 +67,11 @@ void check_scores(const std::string& method, const nd::NDArray& labels, const nd
 
 }  // namespace
 
+std::unique_ptr<EvalMetric> EvalMetric::clone() const {
+  throw ValueError(std::string(type_) + " '" + name_ + "' cannot be copied: override EvalMetric::clone() in it, or " +
+                   "give the metrics to copy it into yourself (the Estimator's val_metrics)");
+}
+
 // ---- EvalMetric ---------------------------------------------------------------------------------
 
 void EvalMetric::update(const nd::NDArray& labels, const nd::NDArray& preds) {

@@ -9,6 +9,7 @@
 // labels and preds may live on any contexts (cpu(0) or gpu(i)), each its own: what a metric reduces
 // is reduced on the preds' context, and only a few values per sample are copied to the host.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,12 @@ class EvalMetric {
   void reset();
 
   const std::string& name() const { return name_; }
+  // MXNet's metric.name is an attribute: the Estimator prefixes "training " / "validation ".
+  void set_name(std::string name) { name_ = std::move(name); }
+  // A copy, of the same kind and settings, counts included (MXNet's copy.deepcopy, which the
+  // Estimator makes its validation metrics with). The metrics here override it; the default, for a
+  // metric that does not, throws mx::ValueError naming the type.
+  virtual std::unique_ptr<EvalMetric> clone() const;
   double sum_metric() const { return sum_metric_; }   // MXNet's sum_metric
   std::int64_t num_inst() const { return num_inst_; }  // samples seen (MXNet's num_inst)
 
@@ -72,6 +79,7 @@ class Accuracy : public EvalMetric {
   // mx::ShapeError naming both shapes.
 
   std::int64_t num_correct() const { return static_cast<std::int64_t>(sum_metric()); }
+  std::unique_ptr<EvalMetric> clone() const override { return std::make_unique<Accuracy>(*this); }
 
  protected:
   Measure evaluate(const nd::NDArray& labels, const nd::NDArray& preds) const override;
@@ -95,6 +103,7 @@ class TopKAccuracy : public EvalMetric {
 
   std::int64_t top_k() const { return top_k_; }
   std::int64_t num_correct() const { return static_cast<std::int64_t>(sum_metric()); }
+  std::unique_ptr<EvalMetric> clone() const override { return std::make_unique<TopKAccuracy>(*this); }
 
  protected:
   Measure evaluate(const nd::NDArray& labels, const nd::NDArray& preds) const override;
@@ -118,6 +127,7 @@ class CrossEntropy : public EvalMetric {
   // shapes; a label outside [0, C) an mx::IndexError naming it; integer preds an mx::DTypeError.
 
   double eps() const { return eps_; }
+  std::unique_ptr<EvalMetric> clone() const override { return std::make_unique<CrossEntropy>(*this); }
 
  protected:
   Measure evaluate(const nd::NDArray& labels, const nd::NDArray& preds) const override;
@@ -138,6 +148,7 @@ class Loss : public EvalMetric {
   // (one value comes to the host). The list overload ignores the label list and its length.
   // update(loss) is update(labels, loss) without labels.
   void update(const nd::NDArray& loss) { EvalMetric::update(nd::NDArray(), loss); }
+  std::unique_ptr<EvalMetric> clone() const override { return std::make_unique<Loss>(*this); }
 
  protected:
   Measure evaluate(const nd::NDArray& labels, const nd::NDArray& preds) const override;

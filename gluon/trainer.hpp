@@ -22,6 +22,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gluon/lr_scheduler.hpp"
@@ -121,6 +122,43 @@ class Trainer {
   const std::shared_ptr<lr_scheduler::LRScheduler>& lr_scheduler() const { return lr_scheduler_; }
   // The updates made so far (MXNet's optimizer.num_update; Note [update count]).
   std::int64_t num_update() const { return num_update_; }
+
+  // Note [trainer states]: gluon.Trainer's save_states / load_states, in MXNet's NDArray file (the
+  // key layout: docs/FILE_FORMATS.md, "Trainer states"). The file holds what the next steps depend
+  // on: every parameter copy's optimizer state arrays (optimizer().state_names()), float32 master
+  // copy and update counts, num_update, the optimizer's name, state count and learning rate, the
+  // lr_scheduler's position (LRScheduler::state) and the loss scaler's scale and counts. So that
+  //
+  //   net.save_parameters("net.params"); trainer.save_states("net.states");
+  //   ... a new net and Trainer (the same optimizer and hyper-parameters, scheduler, loss scaler):
+  //   net.load_parameters("net.params", ctx); trainer.load_states("net.states");
+  //
+  // makes the next steps those the first Trainer would have made, bit for bit. Load the parameters
+  // first: a parameter given new values after load_states gets its master copy made again from
+  // them (Parameter::data_version). The hyper-parameters themselves (momentum, betas, wd, the
+  // scheduler's kind and settings) are the Trainer's: they are not in the file, which MXNet's
+  // pickled optimizer holds.
+  //
+  // Parameters are matched by their place in the Trainer's dict, as MXNet's Trainer keys its states
+  // by index (a net made again in the same process, "dense1_weight" for "dense0_weight", loads
+  // them); the file records each name, which errors show. States of copy c go to the copy on the
+  // parameter's c-th context; a copy the file lacks (saved on fewer contexts) gets copy 0's, which
+  // every copy equals after a step, as MXNet loads one updater's states into every device's.
+  //
+  // save_states: mx::FileError naming the path when it cannot be written (an old file is then
+  // unchanged). load_states checks the whole file against this Trainer before anything changes,
+  // and throws, naming the path and the parameter: mx::FileError for a file that is missing,
+  // truncated or corrupt, or not a Trainer states file (an unknown entry, a scalar of the wrong
+  // dtype or shape, a count < 0); mx::ValueError for another optimizer or state count, another
+  // parameter set (a parameter missing or extra), a scheduler or loss scaler here and not in the
+  // file or the other way round, or a scheduler of another kind or position; mx::ShapeError /
+  // mx::DTypeError for a state whose shape or dtype does not fit its parameter.
+  void save_states(const std::string& path) const;
+  void load_states(const std::string& path);
+  // The bytes save_states writes, and load_states of bytes already read (`source` names them in
+  // errors as the path does).
+  std::string save_states_tobuffer() const;
+  void load_states_frombuffer(std::string_view bytes, const std::string& source = "");
 
   // amp's dynamic loss scaling (gluon/amp.hpp); null: none.
   void set_loss_scaler(std::shared_ptr<amp::LossScaler> scaler) { loss_scaler_ = std::move(scaler); }

@@ -16,6 +16,9 @@ inside the formats rather than having to discover their magic numbers:
                   mx::image::imencode)
   image_list      im2rec .lst files: as --list writes them, several labels, CRLF and CR line ends,
                   spaces around fields, and lines the reader refuses
+  trainer_states  Trainer::save_states files for fuzz_trainer_states.cpp's two Trainers (SGD with
+                  momentum; Adam with float16 masters, a FactorScheduler and a loss scaler), saved
+                  on one or two contexts, and near misses
 """
 import gzip
 import json
@@ -238,3 +241,57 @@ write("cifar", "cifar10_two", b"\0" + b"\3" + image3072 + b"\x09" + image3072[::
 write("cifar", "cifar100_coarse", b"\1" + b"\x13\x63" + image3072)
 write("cifar", "cifar100_fine", b"\3" + b"\x00\x63" + image3072)
 write("cifar", "cifar10_label_out_of_range", b"\0" + b"\x0a" + image3072)
+
+
+# --- trainer_states -----------------------------------------------------------------------------
+def states_file(entries):
+    """An NDArray file of (name, record) pairs."""
+    return ndlist([r for _, r in entries], [n for n, _ in entries])
+
+
+i64 = lambda *xs: v2([len(xs)], 6, struct.pack("<%dq" % len(xs), *xs))
+f64 = lambda x: v2([1], 1, struct.pack("<d", x))
+text = lambda s: v2([len(s)], 3, s.encode())
+f32s = lambda shape, *xs: v2(shape, 0, f32(*xs))
+
+
+def copy(p, c, states, count, updates, master=None):
+    out = [("params.%d.%d.state.%s" % (p, c, name), record) for name, record in states]
+    if master is not None:
+        out.append(("params.%d.%d.master" % (p, c), master))
+    return out + [("params.%d.%d.count" % (p, c), i64(count)), ("params.%d.%d.num_update" % (p, c), i64(updates))]
+
+
+def sgd_states(copies=1):
+    out = [("trainer_states_version", i64(1)), ("optimizer", text("sgd")), ("num_states", i64(1)),
+           ("num_update", i64(2)), ("learning_rate", f64(0.01)), ("params.0.name", text("w"))]
+    for c in range(copies):
+        out += copy(0, c, [("mom", f32s([3, 2], 1, 2, 3, 4, 5, 6))], 0, 2)
+    out.append(("params.1.name", text("b")))
+    for c in range(copies):
+        out += copy(1, c, [("mom", f32s([2], -1, 1))], 0, 2)
+    return out + [("params.2.name", text("frozen"))]
+
+
+def adam_states():
+    return [("trainer_states_version", i64(1)), ("optimizer", text("adam")), ("num_states", i64(2)),
+            ("num_update", i64(3)), ("learning_rate", f64(0.0005)), ("lr_scheduler", text("FactorScheduler")),
+            ("lr_scheduler_base_lr", f64(0.0005)), ("lr_scheduler_position", i64(2)), ("loss_scaler", f64(32768.0)),
+            ("loss_scaler_counts", i64(3, 1)), ("params.0.name", text("h"))] + \
+        copy(0, 0, [("mean", f32s([2, 2], 0.1, 0.2, 0.3, 0.4)), ("var", f32s([2, 2], 0.01, 0.02, 0.03, 0.04))], 3, 3,
+             master=f32s([2, 2], 1, -1, 0.5, 2)) + \
+        [("params.1.name", text("c"))] + \
+        copy(1, 0, [("mean", f32s([2], 0.1, 0.2)), ("var", f32s([2], 0.01, 0.02))], 3, 3)
+
+
+write("trainer_states", "sgd", states_file(sgd_states()))
+write("trainer_states", "sgd_two_copies", states_file(sgd_states(copies=2)))
+write("trainer_states", "sgd_never_stepped", states_file(
+    [e for e in sgd_states() if not e[0].startswith("params.") or e[0].endswith(".name")]))
+write("trainer_states", "adam_scheduler_scaler", states_file(adam_states()))
+# Near misses: another version, a state of the wrong shape, a parameter missing, a cut file.
+write("trainer_states", "version_2", states_file([("trainer_states_version", i64(2))] + sgd_states()[1:]))
+write("trainer_states", "wrong_shape", states_file(
+    [(n, f32s([2, 3], 1, 2, 3, 4, 5, 6) if n == "params.0.0.state.mom" else r) for n, r in sgd_states()]))
+write("trainer_states", "missing_parameter", states_file([e for e in sgd_states() if not e[0].startswith("params.2")]))
+write("trainer_states", "cut", states_file(adam_states())[:300])

@@ -353,4 +353,26 @@ BOOST_AUTO_TEST_CASE(loss_scaler_skips_overflowing_steps_and_recovers) {
   });
 }
 
+// The state Trainer::save_states keeps: the scale, the clean steps since it last changed and the
+// skipped steps, restored whole or not at all.
+BOOST_AUTO_TEST_CASE(loss_scaler_state_is_read_and_restored) {
+  mx::amp::LossScaler scaler(1024.0, 2.0, 3);
+  BOOST_TEST(scaler.scale_factor() == 2.0);
+  BOOST_TEST(scaler.scale_window() == 3);
+  scaler.update_scale(false);
+  scaler.update_scale(false);
+  BOOST_TEST(scaler.unskipped() == 2);
+  scaler.update_scale(true);
+  BOOST_TEST(scaler.unskipped() == 0);
+  BOOST_TEST(scaler.skipped_steps() == 1);
+  mx::amp::LossScaler other;
+  other.set_state(scaler.loss_scale(), 2, 1);
+  BOOST_TEST(other.loss_scale() == 512.0);
+  BOOST_TEST(other.unskipped() == 2);
+  BOOST_TEST(other.skipped_steps() == 1);
+  NDG_CHECK_THROWS_WITH(other.set_state(0, 0, 0), mx::ValueError, "scale");
+  NDG_CHECK_THROWS_WITH(other.set_state(8, -1, 0), mx::ValueError, "-1");
+  BOOST_TEST(other.loss_scale() == 512.0);  // unchanged
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -246,6 +246,53 @@ BOOST_AUTO_TEST_CASE(set_base_lr_is_checked_and_moves_a_factor_schedule) {
   check_rates(scheduler, {0.4, 0.4, 0.4, 0.2});
 }
 
+// state() and set_state() (what Trainer::save_states keeps): a scheduler given another's state
+// goes on as that one does, also where replaying num_update alone would not (a rate set by hand
+// after some decays).
+BOOST_AUTO_TEST_CASE(a_restored_state_continues_the_schedule) {
+  using Make = std::function<std::unique_ptr<sched::LRScheduler>()>;
+  const std::vector<std::pair<std::string, Make>> makes = {
+      {"FactorScheduler", [] { return std::make_unique<sched::FactorScheduler>(2, 0.5, 1e-8, 1.0); }},
+      {"MultiFactorScheduler", [] { return std::make_unique<sched::MultiFactorScheduler>(std::vector<std::int64_t>{2, 3, 6}, 0.5, 1.0); }},
+      {"PolyScheduler", [] { return std::make_unique<sched::PolyScheduler>(6, 1.0, 2, 0.1); }},
+      {"CosineScheduler", [] { return std::make_unique<sched::CosineScheduler>(6, 1.0, 0.1, 1); }},
+  };
+  for (const auto& [type, make] : makes) {
+    BOOST_TEST_CONTEXT(type) {
+      const std::unique_ptr<sched::LRScheduler> first = make(), second = make();
+      BOOST_TEST(first->type() == type);
+      for (std::int64_t n = 1; n <= 4; ++n) (*first)(n);
+      first->set_base_lr(0.8);  // by hand, after the decays
+      second->set_state(first->state());
+      BOOST_TEST(second->state().base_lr == first->state().base_lr);
+      BOOST_TEST(second->state().position == first->state().position);
+      for (std::int64_t n = 5; n <= 8; ++n) BOOST_TEST((*second)(n) == (*first)(n), "num_update " << n);
+    }
+  }
+  sched::FactorScheduler factor(2, 0.5);
+  factor(5);
+  BOOST_TEST(factor.state().position == 4);
+  sched::MultiFactorScheduler multi({2, 3, 6}, 0.5);
+  multi(4);
+  BOOST_TEST(multi.state().position == 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_state_the_schedule_cannot_reach_is_refused) {
+  sched::FactorScheduler factor(3, 0.5, 1e-8, 1.0);
+  NDG_CHECK_THROWS_WITH(factor.set_state({0.5, 4}), mx::ValueError, "FactorScheduler", "4", "step 3");
+  NDG_CHECK_THROWS_WITH(factor.set_state({0.5, -3}), mx::ValueError, "-3");
+  NDG_CHECK_THROWS_WITH(factor.set_state({-0.5, 3}), mx::ValueError, "base_lr", "-0.5");
+  NDG_CHECK_THROWS_WITH(factor.check_state({std::numeric_limits<double>::quiet_NaN(), 0}), mx::ValueError, "nan");
+  BOOST_TEST(factor.state().base_lr == 1.0);  // unchanged
+  BOOST_TEST(factor.state().position == 0);
+  sched::MultiFactorScheduler multi({2, 3}, 0.5);
+  NDG_CHECK_THROWS_WITH(multi.set_state({0.5, 3}), mx::ValueError, "MultiFactorScheduler", "3", "[2, 3]");
+  BOOST_CHECK_NO_THROW(multi.set_state({0.25, 2}));
+  BOOST_TEST(multi(10) == 0.25);
+  sched::CosineScheduler cosine(10, 0.1);
+  NDG_CHECK_THROWS_WITH(cosine.set_state({0.05, 1}), mx::ValueError, "CosineScheduler", "position 1");
+}
+
 // ---- with a Trainer --------------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(trainer_steps_at_the_scheduled_rate) {

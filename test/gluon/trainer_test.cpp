@@ -689,6 +689,62 @@ BOOST_AUTO_TEST_CASE(copies_stay_identical_over_many_data_parallel_steps,
   }
 }
 
+// Gradient accumulation, as in Gluon: grad_req "add" sums the gradients of every backward until
+// collect_params().zero_grad(); two half batches accumulated, then one step, equal one step on the
+// whole batch (to rounding: the sums are added in another order), step after step, for SGD with
+// momentum and Adam.
+BOOST_AUTO_TEST_CASE(two_accumulated_half_batches_equal_one_whole_batch) {
+  for (const std::string optimizer : {"sgd", "adam"}) {
+    ndg_test::for_each_context([&](mx::Context ctx) {
+      BOOST_TEST_CONTEXT(optimizer) {
+        nn::Sequential accumulating = make_mlp({ctx}), whole = make_mlp({ctx});
+        accumulating.collect_params().setattr("grad_req", "add");
+        const gluon::HyperParams params{{"learning_rate", 0.1}, {"momentum", 0.9}};
+        gluon::Trainer trainer(accumulating.collect_params(), optimizer,
+                               optimizer == "sgd" ? params : gluon::HyperParams{{"learning_rate", 0.1}});
+        gluon::Trainer whole_trainer(whole.collect_params(), optimizer,
+                                     optimizer == "sgd" ? params : gluon::HyperParams{{"learning_rate", 0.1}});
+        for (unsigned step = 0; step < 3; ++step) {
+          BOOST_TEST_CONTEXT("step " << step + 1) {
+            const Batch batch = make_batch(8, 40 + step);
+            accumulating.collect_params().zero_grad();
+            forward_backward(accumulating, rows(batch, 0, 4), ctx);
+            forward_backward(accumulating, rows(batch, 4, 8), ctx);
+            forward_backward(whole, batch, ctx);
+            const std::vector<gluon::Parameter> whole_params = [&] {
+              std::vector<gluon::Parameter> ps;
+              for (const auto& [name, p] : whole.collect_params()) ps.push_back(p);
+              return ps;
+            }();
+            std::size_t q = 0;
+            for (const auto& [name, param] : accumulating.collect_params()) {
+              BOOST_TEST(ndg_test::relative_error(param.grad(ctx).asvector<double>(),
+                                                  whole_params[q++].grad(ctx).asvector<double>()) < 1e-6, name);
+            }
+            trainer.step(8);
+            whole_trainer.step(8);
+            const auto got = parameter_values(accumulating, ctx), want = parameter_values(whole, ctx);
+            for (std::size_t p = 0; p < got.size(); ++p) {
+              BOOST_TEST(ndg_test::relative_error(got[p], want[p]) < 1e-6, "parameter " << p);
+            }
+          }
+        }
+        // The step leaves the sums; without zero_grad the next backward adds to them.
+        const gluon::Parameter first = accumulating.collect_params().begin()->second;
+        const Values kept = first.grad(ctx).asvector<double>();
+        forward_backward(accumulating, make_batch(4, 7), ctx);
+        const Values more = first.grad(ctx).asvector<double>();
+        accumulating.collect_params().zero_grad();
+        forward_backward(accumulating, make_batch(4, 7), ctx);
+        const Values alone = first.grad(ctx).asvector<double>();
+        Values sum = kept;
+        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += alone[i];
+        BOOST_TEST(ndg_test::relative_error(more, sum) < 1e-6);
+      }
+    });
+  }
+}
+
 BOOST_AUTO_TEST_CASE(unknown_kvstore_lists_the_valid_ones) {
   gluon::Parameter w = make_parameter("w", {2}, {1, 2}, {mx::cpu()});
   gluon::ParameterDict dict;

@@ -1,9 +1,13 @@
 // gluon::utils::split_data and split_and_load against MXNet's rules: even and uneven splits, other
-// axes, views versus copies, one slice per context, and the errors.
+// axes, views versus copies, one slice per context, and the errors; clip_global_norm against norms
+// worked out by hand, on every context, with MXNet's non-finite behaviour and the errors.
 #include "test/support/boost_test.hpp"
+#include "test/support/arrays.hpp"
 #include "test/support/contexts.hpp"
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -111,6 +115,85 @@ BOOST_AUTO_TEST_CASE(split_and_load_onto_one_context_moves_the_whole_batch) {
     BOOST_TEST(parts[0].is(batch) == (ctx == mx::cpu()));  // as_in_context: no copy when already there
     BOOST_TEST(parts[0].asvector<double>() == range(0, 6), tt::per_element());
   });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(utils_clip_global_norm)
+
+// [3, 4] and [[12]]: 9 + 16 + 144 = 169, a norm of 13.
+BOOST_AUTO_TEST_CASE(the_norm_of_all_arrays_together_and_the_scaling_above_max_norm) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray a = nd::array({3, 4}, ctx), b = nd::array({{12}}, ctx);
+    // Below max_norm: returned, nothing scaled.
+    BOOST_TEST(utils::clip_global_norm({a, b}, 26) == 13.0);
+    BOOST_TEST(a.asvector<double>() == std::vector<double>({3, 4}), tt::per_element());
+    BOOST_TEST(utils::clip_global_norm({a, b}, 13) == 13.0);  // 13 / (13 + 1e-8) < 1: scaled by a hair
+    ndg_test::check_close(a, {3, 4}, 1e-7, 0);
+    // Above: every array scaled in place by 6.5 / 13 = 0.5.
+    nd::NDArray c = nd::array({3, 4}, ctx), d = nd::array({{12}}, ctx);
+    const nd::NDArray view = d;  // a handle to the same storage sees the scaling
+    BOOST_TEST(utils::clip_global_norm({c, d}, 6.5) == 13.0);
+    ndg_test::check_close(c, {1.5, 2}, 1e-6, 0);
+    ndg_test::check_close(view, {6}, 1e-6, 0);
+    // Now at max_norm.
+    BOOST_TEST(utils::clip_global_norm({c, d}, 6.5) == 6.5, tt::tolerance(1e-6));
+  });
+}
+
+// float64 [1, 2, 2] (9) and float16 [4] (16, summed in float32): 5. A transposed view (not
+// contiguous) is scaled in its base.
+BOOST_AUTO_TEST_CASE(mixed_dtypes_views_and_empty_arrays) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray wide = nd::array({1, 2, 2}, ctx, mx::DType::float64), half = nd::array({4}, ctx, mx::DType::float16);
+    BOOST_TEST(utils::clip_global_norm({wide, half, nd::zeros({0}, ctx)}, 2.5) == 5.0);
+    ndg_test::check_close(wide, {0.5, 1, 1}, 1e-7, 0);
+    ndg_test::check_close(half, {2}, 1e-3, 0);
+    // 300 in float16: its square (90000) is beyond float16's range, not beyond float32's.
+    BOOST_TEST(utils::clip_global_norm({nd::array({300, 400}, ctx, mx::DType::float16)}, 1000) == 500.0);
+    const nd::NDArray base = nd::array({{0, 3}, {4, 0}}, ctx);
+    BOOST_TEST(utils::clip_global_norm({base.T()}, 1) == 5.0);
+    ndg_test::check_close(base, {0, 0.6, 0.8, 0}, 1e-6, 0);
+  });
+}
+
+// As MXNet: a warning, the norm returned, and the arrays scaled anyway: by 0 for an infinite norm,
+// by nan for a nan one ("clipping results will be undefined").
+BOOST_AUTO_TEST_CASE(a_norm_that_is_not_finite_is_returned_and_scales_as_mxnet) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    nd::NDArray a = nd::array({1, inf}, ctx), b = nd::array({2}, ctx);
+    BOOST_TEST(std::isinf(utils::clip_global_norm({a, b}, 1)));
+    const std::vector<double> got = a.asvector<double>();
+    BOOST_TEST(got[0] == 0.0);
+    BOOST_TEST(std::isnan(got[1]));
+    BOOST_TEST(b.asvector<double>() == std::vector<double>({0}), tt::per_element());
+    nd::NDArray c = nd::array({1, nan}, ctx);
+    BOOST_TEST(std::isnan(utils::clip_global_norm({c}, 1, /*check_isfinite=*/false)));
+    BOOST_TEST(std::isnan(c.asvector<double>()[0]));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(errors_are_typed_and_scale_nothing) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    nd::NDArray a = nd::array({3, 4}, ctx);
+    NDG_CHECK_THROWS_WITH(utils::clip_global_norm({}, 1), mx::ValueError, "clip_global_norm", "empty");
+    NDG_CHECK_THROWS_WITH(utils::clip_global_norm({a}, 0), mx::ValueError, "max_norm", "0");
+    NDG_CHECK_THROWS_WITH(utils::clip_global_norm({a}, std::nan("")), mx::ValueError, "max_norm", "nan");
+    NDG_CHECK_THROWS_WITH(utils::clip_global_norm({a, nd::NDArray()}, 1), mx::ValueError, "clip_global_norm");
+    NDG_CHECK_THROWS_WITH(utils::clip_global_norm({a, nd::array({1, 2}, ctx, mx::DType::int32)}, 1), mx::DTypeError,
+                          "array 1", "int32");
+    BOOST_TEST(a.asvector<double>() == std::vector<double>({3, 4}), tt::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(arrays_on_different_contexts_are_a_context_mismatch,
+                     *boost::unit_test::precondition(ndg_test::needs_gpus{1})) {
+  nd::NDArray a = nd::array({3, 4}, mx::cpu()), b = nd::array({12}, mx::gpu(0));
+  NDG_CHECK_THROWS_WITH(utils::clip_global_norm({a, b}, 1), mx::ContextMismatch, "array 1", "gpu(0)", "cpu(0)",
+                        "allreduce_grads");
+  BOOST_TEST(a.asvector<double>() == std::vector<double>({3, 4}), tt::per_element());
+  BOOST_TEST(b.asvector<double>() == std::vector<double>({12}), tt::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
