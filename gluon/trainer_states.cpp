@@ -315,7 +315,14 @@ void Trainer::load_states_frombuffer(std::string_view bytes, const std::string& 
   const std::string where = std::string(kOp) + ": " + path;
   const std::vector<std::string> state_names = optimizer_->state_names();
   // The file on its own: nd::load's errors name the source and the record.
-  const nd::LoadedArrays loaded = nd::load_frombuffer(bytes, cpu(), source);
+  nd::LoadedArrays loaded;
+  try {
+    loaded = nd::load_frombuffer(bytes, cpu(), source);
+  } catch (const FileError& error) {
+    throw FileError(std::string(kOp) + ": " + error.what());
+  } catch (const DTypeError& error) {
+    throw DTypeError(std::string(kOp) + ": " + error.what());
+  }
   Reader reader(where);
   const FileStates file = reader.read(loaded);
 
