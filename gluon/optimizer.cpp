@@ -8,6 +8,7 @@
 
 #include "ndarray/core/describe.hpp"
 #include "ndarray/ops/creation.hpp"
+#include "ndarray/ops/elementwise.hpp"
 #include "ndarray/ops/manipulation.hpp"
 #include "ndarray/ops/optimizer.hpp"
 #include "ndarray/ops/reduce.hpp"
@@ -75,13 +76,15 @@ nd::NDArray& Optimizer::state(const char* op, const StateKey& key, std::size_t i
   const DType want = uses_master(weight) ? DType::float32 : weight.dtype();
   if (state.is_none()) {
     state = nd::zeros(weight.shape(), weight.context(), want);
+    ++generation_;
   } else if (state.shape() != weight.shape()) {
     throw ShapeError(std::string(op) + ": state " + nd::describe(state) + " of parameter " +
                      std::to_string(key.param) + ", copy " + std::to_string(key.copy) + " does not match weight " +
                      nd::describe(weight));
-  } else {
+  } else if (state.dtype() != want || state.context() != weight.context()) {
     if (state.dtype() != want) state = state.astype(want);
     state = state.as_in_context(weight.context());
+    ++generation_;
   }
   return state;
 }
@@ -106,6 +109,7 @@ void Optimizer::set_states(const std::map<StateKey, CopyState>& states) {
   states_ = std::move(arrays);
   master_ = std::move(masters);
   counts_ = std::move(counts);
+  ++generation_;
 }
 
 void Optimizer::set_scalars(const std::map<std::string, double>& scalars) {
@@ -116,8 +120,13 @@ void Optimizer::set_scalars(const std::map<std::string, double>& scalars) {
 
 nd::NDArray& Optimizer::master_for(const StateKey& key, const nd::NDArray& weight) {
   nd::NDArray& master = master_[key];
-  if (master.is_none() || master.shape() != weight.shape()) master = weight.detach().astype(DType::float32);
-  else master = master.as_in_context(weight.context());
+  if (master.is_none() || master.shape() != weight.shape()) {
+    master = weight.detach().astype(DType::float32);
+    ++generation_;
+  } else if (master.context() != weight.context()) {
+    master = master.as_in_context(weight.context());
+    ++generation_;
+  }
   return master;
 }
 
@@ -145,65 +154,6 @@ void Optimizer::check_update(const char* op, const nd::NDArray& weight, const nd
   }
 }
 
-SGD::SGD(const HyperParams& params) : Optimizer("sgd") {
-  read_params("sgd", params, {{"learning_rate", &lr_}, {"wd", &wd_}, {"clip_gradient", &clip_},
-                              {"rescale_grad", &rescale_}, {"momentum", &momentum_},
-                              {"multi_precision", &multi_precision_}});
-  check_common_params();
-  check_fraction("sgd", "momentum", momentum_);
-}
-
-void SGD::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) {
-  check_update("sgd_update", weight, grad);
-  const bool master = uses_master(weight);
-  const double lr = lr_for(key), wd = wd_for(key);
-  if (momentum_ == 0) {
-    if (master) nd::mp_sgd_update(weight, grad, master_for(key, weight), lr, wd, rescale_, clip_);
-    else nd::sgd_update(weight, grad, lr, wd, rescale_, clip_);
-    return;
-  }
-  nd::NDArray& mom = state("sgd_update", key, 0, weight);
-  if (master) nd::mp_sgd_mom_update(weight, grad, mom, master_for(key, weight), lr, momentum_, wd, rescale_, clip_);
-  else nd::sgd_mom_update(weight, grad, mom, lr, momentum_, wd, rescale_, clip_);
-}
-
-void SGD::update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
-                       const std::vector<nd::NDArray>& grads) {
-  const char* op = momentum_ == 0 ? "multi_sgd_update" : "multi_sgd_mom_update";
-  for (std::size_t i = 0; i < weights.size(); ++i) check_update(op, weights[i], grads[i]);
-  // One list per (context, dtype, rate, decay), in the order the copies come: one with every
-  // parameter unless lr_mult or wd_mult set some apart.
-  struct Group {
-    Context ctx;
-    DType dtype;
-    double lr, wd;
-    std::vector<nd::NDArray> weights, grads, moms, masters;
-  };
-  std::vector<Group> groups;
-  for (std::size_t i = 0; i < weights.size(); ++i) {
-    const nd::NDArray& w = weights[i];
-    const double lr = lr_for(keys[i]), wd = wd_for(keys[i]);
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
-      return g.ctx == w.context() && g.dtype == w.dtype() && g.lr == lr && g.wd == wd;
-    });
-    if (it == groups.end()) it = groups.insert(groups.end(), Group{w.context(), w.dtype(), lr, wd, {}, {}, {}, {}});
-    it->weights.push_back(w);
-    it->grads.push_back(grads[i]);
-    if (momentum_ != 0) it->moms.push_back(state(op, keys[i], 0, w));
-    if (uses_master(w)) it->masters.push_back(master_for(keys[i], w));
-  }
-  for (Group& g : groups) {
-    const bool master = !g.masters.empty();
-    if (momentum_ == 0 && master) nd::multi_mp_sgd_update(g.weights, g.grads, g.masters, g.lr, g.wd, rescale_, clip_);
-    else if (momentum_ == 0) nd::multi_sgd_update(g.weights, g.grads, g.lr, g.wd, rescale_, clip_);
-    else if (master) {
-      nd::multi_mp_sgd_mom_update(g.weights, g.grads, g.moms, g.masters, g.lr, momentum_, g.wd, rescale_, clip_);
-    } else {
-      nd::multi_sgd_mom_update(g.weights, g.grads, g.moms, g.lr, momentum_, g.wd, rescale_, clip_);
-    }
-  }
-}
-
 void Optimizer::update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
                              const std::vector<nd::NDArray>& grads) {
   for (std::size_t i = 0; i < weights.size(); ++i) check_update(name_, weights[i], grads[i]);
@@ -211,57 +161,15 @@ void Optimizer::update_multi(const std::vector<StateKey>& keys, std::vector<nd::
   for (std::size_t i = 0; i < weights.size(); ++i) update(keys[i], weights[i], grads[i]);
 }
 
-Adam::Adam(const HyperParams& params) : Optimizer("adam") {
-  lr_ = 0.001;
-  read_params("adam", params, {{"learning_rate", &lr_}, {"wd", &wd_}, {"clip_gradient", &clip_},
-                               {"rescale_grad", &rescale_}, {"beta1", &beta1_}, {"beta2", &beta2_},
-                               {"epsilon", &epsilon_}, {"multi_precision", &multi_precision_}});
-  check_common_params();
-  check_fraction("adam", "beta1", beta1_);
-  check_fraction("adam", "beta2", beta2_);
-  check_non_negative("adam", "epsilon value", "epsilon", epsilon_);
-}
-
-void Adam::prepare_state(const StateKey& key, const nd::NDArray& weight) {
-  const bool master = uses_master(weight);
-  state("adam_update", key, 0, weight);
-  state("adam_update", key, 1, weight);
-  if (master) master_for(key, weight);
-}
-
-void Adam::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) {
-  check_update("adam_update", weight, grad);
-  const bool master = uses_master(weight);
-  nd::NDArray& mean = state("adam_update", key, 0, weight);
-  nd::NDArray& var = state("adam_update", key, 1, weight);
-  const std::int64_t steps = next_count(key);
-  // MXNet's bias correction, folded into the step size as mx.optimizer.Adam does.
-  const double t = static_cast<double>(steps);
-  const double lr_t = lr_for(key) * std::sqrt(1 - std::pow(beta2_, t)) / (1 - std::pow(beta1_, t));
-  const double wd = wd_for(key);
-  if (master) {
-    nd::mp_adam_update(weight, grad, mean, var, master_for(key, weight), lr_t, beta1_, beta2_, epsilon_, wd, rescale_,
-                       clip_);
-  } else {
-    nd::adam_update(weight, grad, mean, var, lr_t, beta1_, beta2_, epsilon_, wd, rescale_, clip_);
-  }
-}
-
 // --- the rule optimizers -------------------------------------------------------------------------
 
 namespace {
 
-// (n, 2) float32: the L2 norms of a[i] and b[i], in float32 whatever their dtype (as MXNet's LARS
-// and LAMB take them), on their context; nothing waits for them.
+// (n, 2) float32: the L2 norms of a[i] and b[i] (as MXNet's LARS and LAMB take them: float32
+// whatever the dtype), on their context, from two multi_sum_sq passes; nothing waits for them.
 nd::NDArray norm_pairs(const std::vector<nd::NDArray>& a, const std::vector<nd::NDArray>& b) {
-  std::vector<nd::NDArray> parts;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    for (const nd::NDArray* x : {&a[i], &b[i]}) {
-      const nd::NDArray x32 = x->dtype() == DType::float32 ? *x : x->astype(DType::float32);
-      parts.push_back(nd::norm(x32).reshape({1}));
-    }
-  }
-  return nd::concat(parts, 0).reshape({static_cast<std::int64_t>(a.size()), 2});
+  const std::int64_t n = static_cast<std::int64_t>(a.size());
+  return nd::sqrt(nd::concat({nd::multi_sum_sq(a).reshape({n, 1}), nd::multi_sum_sq(b).reshape({n, 1})}, 1));
 }
 
 // A rule optimizer's hyper-parameters beyond the shared ones: MXNet 1.9's name, default, and
@@ -283,6 +191,8 @@ struct RuleSpec {
 const std::vector<RuleSpec>& rule_specs() {
   using R = op::UpdateRule;
   static const std::vector<RuleSpec> specs = {
+      {"sgd", R::sgd, 0.01, {{"momentum", 0.0, 0}}, {"mom"}},
+      {"adam", R::adam, 0.001, {{"beta1", 0.9, 0}, {"beta2", 0.999, 1}, {"epsilon", 1e-8, 2}}, {"mean", "var"}},
       {"nag", R::nag, 0.01, {{"momentum", 0.0, 0}}, {"mom"}},
       {"signum", R::signum, 0.01, {{"momentum", 0.9, 0}, {"wd_lh", 0.0, 1}}, {"mom"}},
       {"adagrad", R::adagrad, 0.01, {{"eps", 1e-7, 0}}, {"history"}},
@@ -344,10 +254,12 @@ RuleOptimizer::RuleOptimizer(const std::string& name, const HyperParams& params)
     if (hyper.count(fraction)) check_fraction(name_, fraction, hyper[fraction]);
   }
   for (const char* positive : {"eps", "epsilon", "lamda1", "beta", "eta", "wd_lh", "schedule_decay"}) {
-    if (hyper.count(positive)) check_non_negative(name_, positive, positive, hyper[positive]);
+    const std::string label = std::string(positive) == "epsilon" ? "epsilon value" : positive;
+    if (hyper.count(positive)) check_non_negative(name_, label.c_str(), positive, hyper[positive]);
   }
-  // signsgd_update, and nag's and lars's sgd_update, when momentum is 0: no state, as MXNet.
-  if ((spec->rule == op::UpdateRule::signum || spec->rule == op::UpdateRule::nag || spec->rule == op::UpdateRule::lars) &&
+  // sgd_update, signsgd_update, and nag's and lars's sgd_update, when momentum is 0: no state, as MXNet.
+  if ((spec->rule == op::UpdateRule::sgd || spec->rule == op::UpdateRule::signum || spec->rule == op::UpdateRule::nag ||
+       spec->rule == op::UpdateRule::lars) &&
       params_.h0 == 0) {
     state_names_.clear();
   }
@@ -405,42 +317,110 @@ void RuleOptimizer::update(const StateKey& key, nd::NDArray& weight, const nd::N
   update_multi({key}, weights, {grad});
 }
 
-void RuleOptimizer::update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
-                                 const std::vector<nd::NDArray>& grads) {
+// Note [the update plan]
+// A Trainer's step hands update_multi the same copies every time. The first step with a list
+// checks them, makes their states and groups them into _multi_update's lists (one per context,
+// dtype and master copy or not, in the order the copies come); the next steps with the same
+// arrays (the same keys, weights and gradients, and no state made, moved or replaced since:
+// Optimizer::generation_) reuse those lists and only compute each tensor's scalars, so that the
+// host's share of a step grows by a few hundred nanoseconds per tensor, not by the checks and
+// lookups of a whole op call.
+struct RuleOptimizer::Plan {
+  struct Group {
+    std::vector<std::size_t> tensors;  // places in the step's lists
+    std::optional<nd::MultiRuleUpdate> lists;
+    std::vector<nd::NDArray> norms_of, norms_with;  // lamb, lars: what norm_pairs takes
+  };
+  std::vector<StateKey> keys;
+  std::vector<nd::NDArray> weights, grads;  // held, so that no other array can take their place
+  std::uint64_t generation = 0;
+  std::vector<std::int64_t*> counts;  // each copy's update count, in counts_
+  std::vector<Group> groups;
+
+  bool matches(const std::vector<StateKey>& k, const std::vector<nd::NDArray>& w, const std::vector<nd::NDArray>& g,
+               std::uint64_t current) const {
+    if (generation != current || k != keys || w.size() != weights.size() || g.size() != grads.size()) return false;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      if (!w[i].is(weights[i]) || !g[i].is(grads[i])) return false;
+    }
+    return true;
+  }
+};
+
+RuleOptimizer::~RuleOptimizer() = default;
+
+std::unique_ptr<RuleOptimizer::Plan> RuleOptimizer::make_plan(const std::vector<StateKey>& keys,
+                                                              std::vector<nd::NDArray>& weights,
+                                                              const std::vector<nd::NDArray>& grads) {
   for (std::size_t i = 0; i < weights.size(); ++i) check_update(name_, weights[i], grads[i]);
   for (std::size_t i = 0; i < weights.size(); ++i) prepare_state(keys[i], weights[i]);
-  // One list per (context, dtype, master copy or not), in the order the copies come.
-  struct Group {
+  auto plan = std::make_unique<Plan>();
+  plan->keys = keys;
+  plan->weights = weights;
+  plan->grads = grads;
+  struct Lists {
     Context ctx;
     DType dtype;
     bool master;
+    std::vector<std::size_t> tensors;
     std::vector<nd::NDArray> weights, grads, masters;
     std::vector<std::vector<nd::NDArray>> states;
-    std::vector<op::TensorScalars> scalars;
   };
-  std::vector<Group> groups;
-  const double beta1 = params_.h0, beta2 = params_.h1;
-  double m_schedule = m_schedule_;  // kept, with the update counts, only once every group is updated
+  std::vector<Lists> lists;
+  const bool lamb = params_.rule == op::UpdateRule::lamb_direction;
   for (std::size_t i = 0; i < weights.size(); ++i) {
     const nd::NDArray& w = weights[i];
     const bool master = uses_master(w);
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
-      return g.ctx == w.context() && g.dtype == w.dtype() && g.master == master;
+    auto it = std::find_if(lists.begin(), lists.end(), [&](const Lists& l) {
+      return l.ctx == w.context() && l.dtype == w.dtype() && l.master == master;
     });
-    if (it == groups.end()) it = groups.insert(groups.end(), Group{w.context(), w.dtype(), master, {}, {}, {}, {}, {}});
+    if (it == lists.end()) it = lists.insert(lists.end(), Lists{w.context(), w.dtype(), master, {}, {}, {}, {}, {}});
+    it->tensors.push_back(i);
     it->weights.push_back(w);
     it->grads.push_back(grads[i]);
     std::vector<nd::NDArray> states;
     for (std::size_t k = 0; k < state_names_.size(); ++k) states.push_back(state(name_, keys[i], k, w));
+    // LAMB's phase 1 writes each direction into a third array, which phase 2 steps along.
+    if (lamb) states.push_back(nd::empty(w.shape(), w.context(), master ? DType::float32 : w.dtype()));
     it->states.push_back(std::move(states));
     if (master) it->masters.push_back(master_for(keys[i], w));
+  }
+  for (Lists& l : lists) {
+    Plan::Group group;
+    group.tensors = l.tensors;
+    group.lists.emplace(static_cast<std::int32_t>(l.states.empty() ? 0 : l.states[0].size()), l.weights, l.grads,
+                        l.states, l.master ? &l.masters : nullptr);
+    if (lamb || params_.rule == op::UpdateRule::lars) {
+      group.norms_of = l.master ? l.masters : l.weights;
+      for (std::size_t i = 0; i < l.weights.size(); ++i) group.norms_with.push_back(lamb ? l.states[i].back() : l.grads[i]);
+    }
+    plan->groups.push_back(std::move(group));
+  }
+  for (const StateKey& key : keys) plan->counts.push_back(&counts_[key]);
+  plan->generation = generation_;
+  return plan;
+}
+
+void RuleOptimizer::update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
+                                 const std::vector<nd::NDArray>& grads) {
+  if (!plan_ || !plan_->matches(keys, weights, grads, generation_)) {
+    plan_.reset();  // a list that fails its checks leaves no plan
+    plan_ = make_plan(keys, weights, grads);
+  }
+  const Plan& plan = *plan_;
+  const double beta1 = params_.h0, beta2 = params_.h1;
+  double m_schedule = m_schedule_;  // kept, with the update counts, only once every group is updated
+  std::vector<op::TensorScalars> scalars(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
     // The step scalars, from this copy's update count t.
-    const auto count = counts_.find(keys[i]);
-    const double t = static_cast<double>(count == counts_.end() ? 1 : count->second + 1);
-    op::TensorScalars s;
+    const double t = static_cast<double>(*plan.counts[i] + 1);
+    op::TensorScalars& s = scalars[i];
     s.lr = lr_for(keys[i]);
     s.wd = wd_for(keys[i]);
     switch (params_.rule) {
+      case op::UpdateRule::adam:  // MXNet's bias correction, folded into the step size as mx.optimizer.Adam does
+        s.lr = s.lr * std::sqrt(1 - std::pow(beta2, t)) / (1 - std::pow(beta1, t));
+        break;
       case op::UpdateRule::adamax:
         s.c0 = s.lr / (1 - std::pow(beta1, t));
         break;
@@ -466,7 +446,6 @@ void RuleOptimizer::update_multi(const std::vector<StateKey>& keys, std::vector<
       default:
         break;
     }
-    it->scalars.push_back(s);
   }
   op::RuleParams p = params_;
   p.rescale = rescale_;
@@ -476,33 +455,26 @@ void RuleOptimizer::update_multi(const std::vector<StateKey>& keys, std::vector<
     const double last = last_lr_ < 0 ? lr_ : last_lr_;
     if (momentum_correction_ && last != 0) p.h0 = params_.h0 * lr_ / last;
   }
-  for (Group& g : groups) {
-    std::vector<nd::NDArray>* masters = g.master ? &g.masters : nullptr;
+  for (const Plan::Group& g : plan.groups) {
+    std::vector<op::TensorScalars> group_scalars;
+    group_scalars.reserve(g.tensors.size());
+    for (const std::size_t i : g.tensors) group_scalars.push_back(scalars[i]);
     if (params_.rule == op::UpdateRule::lamb_direction) {
-      // Phase 1 writes each direction into a third array; phase 2 steps by the trust ratio.
-      for (std::size_t i = 0; i < g.weights.size(); ++i) {
-        g.states[i].push_back(nd::zeros(g.weights[i].shape(), g.ctx, g.master ? DType::float32 : g.dtype));
-      }
       op::RuleParams phase1 = p;
-      phase1.num_states = 3;
-      nd::multi_rule_update(phase1, g.weights, g.grads, g.states, masters, g.scalars);
-      std::vector<nd::NDArray> directions;
-      for (const auto& states : g.states) directions.push_back(states[2]);
+      phase1.num_states = p.num_states + 1;
+      (*g.lists)(phase1, group_scalars);
       op::RuleParams phase2 = phase1;
       phase2.rule = op::UpdateRule::lamb_step;
       phase2.h0 = lower_bound_;
       phase2.h1 = upper_bound_;
-      nd::multi_rule_update(phase2, g.weights, g.grads, g.states, masters,
-                            g.scalars, norm_pairs(g.master ? g.masters : g.weights, directions));
-      for (auto& states : g.states) states.pop_back();
+      (*g.lists)(phase2, group_scalars, norm_pairs(g.norms_of, g.norms_with));
     } else if (params_.rule == op::UpdateRule::lars) {
-      nd::multi_rule_update(p, g.weights, g.grads, g.states, masters, g.scalars,
-                            norm_pairs(g.master ? g.masters : g.weights, g.grads));
+      (*g.lists)(p, group_scalars, norm_pairs(g.norms_of, g.norms_with));
     } else {
-      nd::multi_rule_update(p, g.weights, g.grads, g.states, masters, g.scalars);
+      (*g.lists)(p, group_scalars);
     }
   }
-  for (const StateKey& key : keys) next_count(key);
+  for (std::int64_t* count : plan.counts) ++*count;
   m_schedule_ = m_schedule;
   last_lr_ = lr_;
 }
@@ -510,13 +482,9 @@ void RuleOptimizer::update_multi(const std::vector<StateKey>& keys, std::vector<
 std::unique_ptr<Optimizer> Optimizer::create(const std::string& given, const HyperParams& params) {
   std::string name = given;  // as MXNet's registry: "SGD" is sgd
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (name == "sgd") return std::make_unique<SGD>(params);
-  if (name == "adam") return std::make_unique<Adam>(params);
   const std::vector<std::string>& rules = RuleOptimizer::names();
   if (std::find(rules.begin(), rules.end(), name) != rules.end()) return std::make_unique<RuleOptimizer>(name, params);
   std::vector<std::string> valid = rules;
-  valid.push_back("adam");
-  valid.push_back("sgd");
   std::sort(valid.begin(), valid.end());
   std::string list;
   for (const std::string& v : valid) list += (list.empty() ? "" : ", ") + v;

@@ -45,7 +45,10 @@ class Optimizer {
                             const std::vector<nd::NDArray>& grads);
   // Drops key's float32 master copy: the next update makes it again from the weight (which was
   // given new values from outside, Parameter::data_version).
-  void forget_master(const StateKey& key) { master_.erase(key); }
+  void forget_master(const StateKey& key) {
+    master_.erase(key);
+    ++generation_;
+  }
   double learning_rate() const { return lr_; }
   // Throws mx::ValueError naming the value, and keeps the old rate, unless lr is finite and >= 0.
   void set_learning_rate(double lr);
@@ -113,31 +116,21 @@ class Optimizer {
   std::map<StateKey, std::vector<nd::NDArray>> states_;
   std::map<StateKey, std::int64_t> counts_;
   std::map<std::size_t, std::pair<double, double>> multipliers_;
+  // Advanced whenever a state or master copy is made, moved, cast or replaced, or the counts are
+  // replaced: what an optimizer that keeps lists of them between steps checks.
+  std::uint64_t generation_ = 0;
 };
 
-class SGD : public Optimizer {
- public:
-  explicit SGD(const HyperParams& params);
-  void update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) override;
-  void update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
-                    const std::vector<nd::NDArray>& grads) override;
-  std::vector<std::string> state_names() const override {
-    return momentum_ == 0 ? std::vector<std::string>{} : std::vector<std::string>{"mom"};
-  }
-
- private:
-  double momentum_ = 0;
-};
-
-// MXNet 1.9's other element-wise optimizers, one class configured by name (create): nag, signum,
-// adagrad, rmsprop (centered, clip_weights), adadelta, adamax, nadam, adamw, ftrl, ftml, lamb,
-// lars. Each
-// step updates every copy of a context and dtype in one fused pass (nd::multi_rule_update; lamb in
-// two, around the norms of its weights and directions; lars after the weights' and gradients' norms), with
-// the rule, hyper-parameter names and defaults of MXNet 1.9 (ndarray/ops/update_rules.hpp).
+// MXNet 1.9's element-wise optimizers, one class configured by name (create): sgd, adam, nag,
+// signum, adagrad, rmsprop (centered, clip_weights), adadelta, adamax, nadam, adamw, ftrl, ftml,
+// lamb, lars. Each step updates every copy of a context and dtype in one fused pass
+// (nd::multi_rule_update; lamb in two, around the norms of its weights and directions; lars after
+// the weights' and gradients' norms, nd::multi_sum_sq), with the rule, hyper-parameter names and
+// defaults of MXNet 1.9 (ndarray/ops/update_rules.hpp).
 class RuleOptimizer : public Optimizer {
  public:
   RuleOptimizer(const std::string& name, const HyperParams& params);
+  ~RuleOptimizer() override;
   void update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) override;
   void update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
                     const std::vector<nd::NDArray>& grads) override;
@@ -160,19 +153,21 @@ class RuleOptimizer : public Optimizer {
   bool bias_correction_ = true;                 // LAMB
   bool momentum_correction_ = true;             // LARS
   double last_lr_ = -1;                         // LARS: the previous step's rate (-1: none yet)
+  struct Plan;                                  // Note [the update plan], gluon/optimizer.cpp
+  std::unique_ptr<Plan> plan_;
+  std::unique_ptr<Plan> make_plan(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
+                                  const std::vector<nd::NDArray>& grads);
 };
 
-class Adam : public Optimizer {
+// SGD (momentum) and Adam by their class names, as mx.optimizer.SGD and mx.optimizer.Adam.
+class SGD : public RuleOptimizer {
  public:
-  explicit Adam(const HyperParams& params);
-  void update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) override;
-  std::vector<std::string> state_names() const override { return {"mean", "var"}; }
+  explicit SGD(const HyperParams& params = {}) : RuleOptimizer("sgd", params) {}
+};
 
- protected:
-  void prepare_state(const StateKey& key, const nd::NDArray& weight) override;
-
- private:
-  double beta1_ = 0.9, beta2_ = 0.999, epsilon_ = 1e-8;
+class Adam : public RuleOptimizer {
+ public:
+  explicit Adam(const HyperParams& params = {}) : RuleOptimizer("adam", params) {}
 };
 
 }  // namespace mx::gluon

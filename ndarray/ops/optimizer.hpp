@@ -16,6 +16,7 @@
 // The mp_ updates (multi_precision, for float16 and bfloat16 weights) keep a float32 master copy
 // weight32 and float32 states: the step is computed from weight32 and written to it, and weight
 // gets it rounded, so that small updates are not lost to the 16-bit rounding.
+#include <memory>
 #include <vector>
 
 #include "ndarray/core/array.hpp"
@@ -68,8 +69,8 @@ void multi_mp_sgd_mom_update(std::vector<NDArray>& weights, const std::vector<ND
                              std::vector<NDArray>& moms, std::vector<NDArray>& weights32, double lr,
                              double momentum = 0, double wd = 0, double rescale_grad = 1, double clip_gradient = -1);
 
-// MXNet 1.9's other element-wise rules (ndarray/ops/update_rules.hpp: nag, signum, adagrad,
-// rmsprop, adadelta, adamax, nadam, adamw, ftrl, ftml) over a list, as the op _multi_update: one
+// MXNet 1.9's element-wise rules (ndarray/ops/update_rules.hpp: sgd, adam, nag, signum, adagrad,
+// rmsprop, adadelta, adamax, nadam, adamw, ftrl, ftml, lamb's phases, lars) over a list, as the op _multi_update: one
 // parallel pass on cpu(0), one launch on a GPU. weights[i] and states[i] (params.num_states
 // arrays each, weights[i]'s shape; float32 with masters) are updated from grads[i] with
 // scalars[i]; masters: the float32 copies of 16-bit weights (multi_precision), or null. One
@@ -81,5 +82,34 @@ void multi_mp_sgd_mom_update(std::vector<NDArray>& weights, const std::vector<ND
 void multi_rule_update(const op::RuleParams& params, std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
                        std::vector<std::vector<NDArray>>& states, std::vector<NDArray>* masters,
                        const std::vector<op::TensorScalars>& scalars, const NDArray& norms = NDArray());
+
+// The lists of multi_rule_update, checked once and run every step: an optimizer whose step sees
+// the same arrays again (gluon's RuleOptimizer) spends the host's time on the checks once, not
+// per step. The constructor checks what multi_rule_update checks but the scalars and norms and
+// throws the same errors; operator() runs the rule of params (whose num_states must be the lists')
+// with each step's scalars and norms.
+class MultiRuleUpdate {
+ public:
+  MultiRuleUpdate(std::int32_t num_states, std::vector<NDArray>& weights, const std::vector<NDArray>& grads,
+                  std::vector<std::vector<NDArray>>& states, std::vector<NDArray>* masters);
+  void operator()(const op::RuleParams& params, const std::vector<op::TensorScalars>& scalars,
+                  const NDArray& norms = NDArray()) const;
+
+  ~MultiRuleUpdate();
+  MultiRuleUpdate(MultiRuleUpdate&&) noexcept;
+  MultiRuleUpdate& operator=(MultiRuleUpdate&&) noexcept;
+
+ private:
+  struct Lists;                  // the op's invocation, its inputs ending with the scalars (and norms)
+  std::unique_ptr<Lists> lists_;
+  std::size_t num_weights_;
+  std::int32_t num_states_;
+  bool master_;
+};
+
+// MXNet's multi_sum_sq: (n,) float32, the sum of squares of each array (one context and dtype,
+// contiguous), accumulated in float64; one parallel pass on cpu(0), two launches on a GPU. The
+// norms of LAMB and LARS.
+NDArray multi_sum_sq(const std::vector<NDArray>& arrays);
 
 }  // namespace mx::nd

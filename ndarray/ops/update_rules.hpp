@@ -1,6 +1,5 @@
 #pragma once
-// The element-wise optimizer rules of MXNet 1.9 beyond SGD and Adam, each the arithmetic of one
-// element of one step, shared by the CPU loop (ndarray/ops/multi_update.cpp) and the GPU kernel
+// The element-wise optimizer rules of MXNet 1.9, each the arithmetic of one element of one step, shared by the CPU loop (ndarray/ops/multi_update.cpp) and the GPU kernel
 // (cuda/ops/multi_update.cu). Internal.
 //
 // Every rule reads the raw gradient and the weight (the float32 master copy under
@@ -34,7 +33,17 @@ enum class UpdateRule : std::int32_t {
   lamb_direction,    // lamb_update_phase1: the direction into state 2   states: mean, var, direction
   lamb_step,         // lamb_update_phase2, by the trust ratio of the norms   states: mean, var, direction
   lars,              // multi_lars + preloaded_multi_sgd(_mom)_update        states: mom (none at momentum 0)
+  sgd,               // sgd_mom_update (sgd_update when momentum = 0)   states: mom (none then)
+  adam,              // adam_update, the bias correction folded into lr      states: mean, var
 };
+inline constexpr int kRuleCount = static_cast<int>(UpdateRule::adam) + 1;  // adam stays last
+
+// Which of the (up to 3) states a rule reads and which it writes, as bit masks: a kernel that keeps
+// an element's states in registers loads and stores only those.
+constexpr unsigned states_read(UpdateRule rule) {
+  return rule == UpdateRule::lamb_direction ? 0b011u : rule == UpdateRule::lamb_step ? 0b100u : 0b111u;
+}
+constexpr unsigned states_written(UpdateRule rule) { return rule == UpdateRule::lamb_step ? 0u : 0b111u; }
 
 // Hyper-parameters shared by every tensor of a launch (h: the rule's own, named in RuleParams
 // below per rule).
@@ -51,11 +60,12 @@ struct RuleParams {
   // beta1, h1 beta2, h2 epsilon. adamw: h0 beta1, h1 beta2, h2 epsilon, h3 eta. ftrl: h0 lamda1,
   // h1 beta. ftml: h0 beta1, h1 beta2, h2 epsilon. lamb_direction: h0 beta1, h1 beta2, h2 epsilon.
   // lamb_step: h0 lower_bound, h1 upper_bound (<= 0: none). lars: h0 momentum (corrected), h1
-  // eta, h2 eps.
+  // eta, h2 eps. sgd: h0 momentum. adam: h0 beta1, h1 beta2, h2 epsilon.
   double h0 = 0, h1 = 0, h2 = 0, h3 = 0;
 };
 
-// Per tensor, from the host: the rate and decay with their multipliers, and two step scalars.
+// Per tensor, from the host: the rate and decay with their multipliers, and the step scalars
+// (adam: lr is already lr sqrt(1 - beta2^t) / (1 - beta1^t), as MXNet's Adam folds it).
 // adamax: c0 = lr / (1 - beta1^t). nadam: c0 = the momentum schedule's product up to t, c1 = the
 // product up to t + 1 (m_schedule and m_schedule_next), c2 = momentum_t, c3 = momentum_t+1, c4 =
 // 1 - beta2^t. ftml and lamb_direction: c0 = 1 - beta1^t, c1 = 1 - beta2^t (lamb without
@@ -225,6 +235,20 @@ NDG_HD A apply_rule(const RuleParams& p, const TensorScalars& t, A w, A g, S* co
       const A m = A(p.h0) * load(0) - rate * wd * w - rate * grad;
       store(0, m);
       return w + m;
+    }
+    case UpdateRule::sgd: {  // grad = clip(rescale g) + wd w; mom = momentum mom - lr grad; w += mom
+      const A grad = rules::clip(A(p.rescale) * g, p.clip) + wd * w;
+      if (p.h0 == 0) return w - lr * grad;
+      const A m = A(p.h0) * load(0) - lr * grad;
+      store(0, m);
+      return w + m;
+    }
+    case UpdateRule::adam: {
+      const A grad = rules::clip(A(p.rescale) * g, p.clip) + wd * w;
+      const A m = A(p.h0) * load(0) + A(1 - p.h0) * grad, v = A(p.h1) * load(1) + A(1 - p.h1) * grad * grad;
+      store(0, m);
+      store(1, v);
+      return w - lr * m / (sqrt(v) + A(p.h2));
     }
   }
   return w;

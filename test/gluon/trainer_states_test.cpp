@@ -331,8 +331,8 @@ BOOST_AUTO_TEST_CASE(the_file_holds_mxnet_arrays_under_the_documented_keys) {
   BOOST_TEST(entries.at("lr_scheduler_base_lr").asscalar<double>() == 0.1);
   BOOST_TEST(entries.at("lr_scheduler_position").asvector<std::int64_t>() == std::vector<std::int64_t>{1});
   BOOST_TEST(entries.at("params.1.0.num_update").asvector<std::int64_t>() == std::vector<std::int64_t>{2});
-  // SGD keeps no count of its own (Adam's t): 0.
-  BOOST_TEST(entries.at("params.1.0.count").asvector<std::int64_t>() == std::vector<std::int64_t>{0});
+  // Every optimizer counts each copy's updates (MXNet's _index_update_count; Adam's t).
+  BOOST_TEST(entries.at("params.1.0.count").asvector<std::int64_t>() == std::vector<std::int64_t>{2});
   const nd::NDArray mom = entries.at("params.0.0.state.mom");
   BOOST_TEST(mom.shape() == t.net.collect_params()[t.net.collect_params().keys()[0]].shape());
   BOOST_TEST(ndg_test::values(mom) == ndg_test::values(t.trainer.optimizer().states().at({0, 0}).states[0]),

@@ -229,4 +229,121 @@ BOOST_AUTO_TEST_CASE(multi_sgd_errors_change_nothing) {
   nd::multi_sgd_update(none, {}, 0.1);  // an empty list does nothing
 }
 
+// 300 weights (a GPU launch holds 256, so the list takes two), sizes from 0 to beyond two of the
+// kernel's chunks: the fused rules sgd and adam (ndarray/ops/update_rules.hpp, through
+// _multi_update) equal sgd_mom_update, sgd_update and adam_update, bit for bit.
+BOOST_AUTO_TEST_CASE(fused_sgd_and_adam_rules_equal_the_single_ops) {
+  const Hyper h{0.05, 0.5, 1.0};
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    for (const DType dt : ndg_test::kFloatDTypes) {
+      for (const mx::op::UpdateRule rule : {mx::op::UpdateRule::sgd, mx::op::UpdateRule::adam}) {
+        for (const double momentum : {0.0, 0.9}) {
+          if (rule == mx::op::UpdateRule::adam && momentum == 0) continue;
+          BOOST_TEST_CONTEXT(mx::dtype_name(dt) << (rule == mx::op::UpdateRule::adam ? " adam" : " sgd, momentum ")
+                                                << momentum) {
+            const std::size_t num_states = rule == mx::op::UpdateRule::adam ? 2 : (momentum == 0 ? 0 : 1);
+            std::vector<nd::NDArray> weights, grads, single_w;
+            std::vector<std::vector<nd::NDArray>> states, single_s;
+            std::vector<mx::op::TensorScalars> scalars;
+            for (std::size_t i = 0; i < 300; ++i) {
+              const std::int64_t n = i % 50 == 7 ? 0 : static_cast<std::int64_t>(1 + (i * 2654435761u) % 9000);
+              const auto make = [&](unsigned seed, double scale) {
+                Values v = ndg_test::uniform_values(static_cast<std::size_t>(n), seed);
+                for (double& x : v) x = scale * (x + 1) / 2;  // variances must not be negative
+                return nd::array(v, {n}, ctx, dt);
+              };
+              weights.push_back(make(4 * static_cast<unsigned>(i), 2));
+              grads.push_back(make(4 * static_cast<unsigned>(i) + 1, 4));
+              states.emplace_back();
+              for (std::size_t k = 0; k < num_states; ++k) states.back().push_back(make(4 * static_cast<unsigned>(i) + 2 + k, 1));
+              single_w.push_back(weights.back().copy());
+              single_s.emplace_back();
+              for (const nd::NDArray& x : states.back()) single_s.back().push_back(x.copy());
+              mx::op::TensorScalars t;
+              t.lr = 0.01 * static_cast<double>(1 + i % 3);
+              t.wd = h.wd;
+              scalars.push_back(t);
+            }
+            mx::op::RuleParams p;
+            p.rule = rule;
+            p.num_states = static_cast<std::int32_t>(num_states);
+            p.rescale = h.rescale;
+            p.clip = h.clip;
+            p.h0 = rule == mx::op::UpdateRule::adam ? 0.9 : momentum;
+            p.h1 = 0.999;
+            p.h2 = 1e-8;
+            nd::multi_rule_update(p, weights, grads, states, nullptr, scalars);
+            for (std::size_t i = 0; i < weights.size(); ++i) {
+              const double lr = scalars[i].lr;
+              if (rule == mx::op::UpdateRule::adam) {
+                nd::adam_update(single_w[i], grads[i], single_s[i][0], single_s[i][1], lr, 0.9, 0.999, 1e-8, h.wd,
+                                h.rescale, h.clip);
+              } else if (momentum == 0) {
+                nd::sgd_update(single_w[i], grads[i], lr, h.wd, h.rescale, h.clip);
+              } else {
+                nd::sgd_mom_update(single_w[i], grads[i], single_s[i][0], lr, momentum, h.wd, h.rescale, h.clip);
+              }
+              BOOST_TEST_CONTEXT("weight " << i << " " << nd::describe(weights[i])) {
+                BOOST_TEST(values(weights[i]) == values(single_w[i]), tt::per_element());
+                for (std::size_t k = 0; k < num_states; ++k) {
+                  BOOST_TEST(values(states[i][k]) == values(single_s[i][k]), tt::per_element());
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_master_copy_is_for_16_bit_weights) {
+  std::vector<nd::NDArray> weights{nd::ones({3})}, grads{nd::ones({3})}, masters{nd::ones({3})};
+  std::vector<std::vector<nd::NDArray>> states(1);
+  mx::op::RuleParams p;
+  p.rule = mx::op::UpdateRule::sgd;
+  NDG_CHECK_THROWS_WITH(nd::multi_rule_update(p, weights, grads, states, &masters, {mx::op::TensorScalars{0.1}}),
+                        mx::DTypeError, "_multi_update", "float16 and bfloat16", "(3,) float32");
+  BOOST_TEST(values(weights[0]) == Values(3, 1.0), tt::per_element());
+}
+
+// multi_sum_sq against float64 sums: 300 arrays (two GPU launches), one empty, several beyond one
+// chunk of 8192, in every floating dtype (the reference sums the values the array holds).
+BOOST_AUTO_TEST_CASE(multi_sum_sq_against_float64_sums) {
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    for (const DType dt : {DType::float32, DType::float64, DType::float16, DType::bfloat16}) {
+      BOOST_TEST_CONTEXT(mx::dtype_name(dt)) {
+        std::vector<nd::NDArray> arrays;
+        Values want;
+        for (std::size_t i = 0; i < 300; ++i) {
+          const std::int64_t n = i == 5 ? 0 : (i % 60 == 1 ? 20000 : static_cast<std::int64_t>(1 + (i * 131) % 700));
+          arrays.push_back(nd::array(ndg_test::uniform_values(static_cast<std::size_t>(n), static_cast<unsigned>(i)),
+                                     {n}, ctx, dt));
+          double sum = 0;
+          for (const double x : values(arrays.back())) sum += x * x;
+          want.push_back(sum);
+        }
+        const nd::NDArray got = nd::multi_sum_sq(arrays);
+        BOOST_TEST(got.shape() == mx::Shape{300});
+        BOOST_TEST(ndg_test::dtype_of(got) == "float32");
+        BOOST_TEST(got.context() == ctx);
+        ndg_test::check_close(got, want, 1e-6, 0);
+        BOOST_TEST(values(got)[5] == 0.0);
+      }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(multi_sum_sq_errors) {
+  NDG_CHECK_THROWS_WITH(nd::multi_sum_sq({}), mx::ValueError, "multi_sum_sq", "no input array");
+  NDG_CHECK_THROWS_WITH(nd::multi_sum_sq({nd::ones({2}), nd::ones({2}, mx::cpu(), DType::float64)}), mx::DTypeError,
+                        "multi_sum_sq", "float32", "float64");
+  NDG_CHECK_THROWS_WITH(nd::multi_sum_sq({nd::ones({2}, mx::cpu(), DType::int32)}), mx::DTypeError, "multi_sum_sq",
+                        "int32");
+  if (mx::num_gpus() > 0) {
+    NDG_CHECK_THROWS_WITH(nd::multi_sum_sq({nd::ones({2}), nd::ones({2}, mx::gpu(0))}), mx::ContextMismatch,
+                          "multi_sum_sq", "cpu(0)", "gpu(0)");
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
