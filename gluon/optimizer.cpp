@@ -424,10 +424,13 @@ void RuleOptimizer::update_multi(const std::vector<StateKey>& keys, std::vector<
       case op::UpdateRule::adamax:
         s.c0 = s.lr / (1 - std::pow(beta1, t));
         break;
-      case op::UpdateRule::nadam: {  // MXNet's m_schedule: a product over every update, of any parameter
+      case op::UpdateRule::nadam: {
+        // MXNet's m_schedule: a product over every update, of any parameter; once per parameter
+        // whatever its number of copies (MXNet's multiplies once per device, so that its copies
+        // drift apart), the copies of one parameter coming one after the other.
         const double momentum_t = beta1 * (1 - 0.5 * std::pow(0.96, t * schedule_decay_));
         const double momentum_next = beta1 * (1 - 0.5 * std::pow(0.96, (t + 1) * schedule_decay_));
-        m_schedule *= momentum_t;
+        if (i == 0 || keys[i].param != keys[i - 1].param) m_schedule *= momentum_t;
         s.c0 = m_schedule;
         s.c1 = m_schedule * momentum_next;
         s.c2 = momentum_t;
