@@ -8,6 +8,9 @@
 #include "test/support/files.hpp"
 
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
 #include <functional>
 #include <map>
 #include <memory>
@@ -277,6 +280,71 @@ BOOST_AUTO_TEST_CASE(resuming_from_saved_states_equals_training_without_a_pause)
       ndg_test::for_each_context([&](mx::Context ctx) {
         BOOST_TEST_CONTEXT(optimizer.name << ", " << v.name) { check_resume({ctx}, optimizer, v); }
       });
+    }
+  }
+}
+
+// Resuming in a fresh process: this test case runs itself again as a child (NDG_RESUME_CHILD names
+// the folder and the optimizer), which loads the files, trains kStepsAfter steps on every context
+// and saves what it has; the parent trains kStepsBefore + kStepsAfter steps without a pause and
+// compares, bit for bit: nothing the resume needs lives only in the first process (the block
+// names, the generators, Nadam's schedule, the loss scaler's and scheduler's positions).
+const Variant kResumeVariant = {"FactorScheduler and a loss scaler", DType::float32, false,
+                                [] { return std::make_shared<mx::lr_scheduler::FactorScheduler>(2, 0.5, 1e-8, 0.1); },
+                                [] { return std::make_shared<mx::amp::LossScaler>(1024.0, 2.0, 2); }};
+
+const OptimizerCase& optimizer_named(const std::string& name) {
+  for (const OptimizerCase& c : kOptimizers) {
+    if (c.name == name) return c;
+  }
+  throw std::runtime_error("no optimizer case " + name);
+}
+
+BOOST_AUTO_TEST_CASE(resuming_in_a_fresh_process) {
+  const std::vector<mx::Context> ctxs = ndg_test::all_contexts();
+  if (const char* child = std::getenv("NDG_RESUME_CHILD")) {  // the child: "<folder>:<optimizer>"
+    const std::string spec = child;
+    const std::string folder = spec.substr(0, spec.rfind(':')), name = spec.substr(spec.rfind(':') + 1);
+    nn::Sequential net = make_net(ctxs);
+    std::unique_ptr<gluon::Trainer> trainer = make_trainer(net, optimizer_named(name), kResumeVariant);
+    net.load_parameters(folder + "/net.params", ctxs);
+    trainer->load_states(folder + "/net.states");
+    for (int s = kStepsBefore; s < kStepsBefore + kStepsAfter; ++s) train_step(net, *trainer, ctxs, DType::float32, s);
+    net.save_parameters(folder + "/after.params");
+    trainer->save_states(folder + "/after.states");
+    return;
+  }
+  for (const OptimizerCase& optimizer : kOptimizers) {
+    BOOST_TEST_CONTEXT(optimizer.name << " on " << mx::to_string(ctxs)) {
+      const ndg_test::TempDir dir;
+      {
+        nn::Sequential net = make_net(ctxs);
+        std::unique_ptr<gluon::Trainer> trainer = make_trainer(net, optimizer, kResumeVariant);
+        for (int s = 0; s < kStepsBefore; ++s) train_step(net, *trainer, ctxs, DType::float32, s);
+        net.save_parameters(dir.file("net.params"));
+        trainer->save_states(dir.file("net.states"));
+      }
+      const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();  // this test program
+      const std::string command = "NDG_RESUME_CHILD='" + dir.str() + ":" + optimizer.name + "' '" + self +
+                                  "' --run_test=trainer_states/resuming_in_a_fresh_process --report_level=no > '" +
+                                  dir.file("child.log") + "' 2>&1";
+      BOOST_TEST_REQUIRE(std::system(command.c_str()) == 0, "the child failed: " << ndg_test::read_bytes(dir.file("child.log")));
+      nn::Sequential straight = make_net(ctxs);
+      std::unique_ptr<gluon::Trainer> straight_trainer = make_trainer(straight, optimizer, kResumeVariant);
+      for (int s = 0; s < kStepsBefore + kStepsAfter; ++s) train_step(straight, *straight_trainer, ctxs, DType::float32, s);
+      // The child's parameters (copy 0's, as save_parameters writes them) and every state and count.
+      nn::Sequential resumed = make_net(ctxs);
+      resumed.load_parameters(dir.file("after.params"), ctxs);
+      check_same_parameters(resumed, straight);
+      const auto got = entries_but_names(ndg_test::read_bytes(dir.file("after.states")));
+      const auto want = entries_but_names(straight_trainer->save_states_tobuffer());
+      BOOST_TEST_REQUIRE(got.size() == want.size());
+      for (const auto& [key, array] : want) {
+        BOOST_TEST_CONTEXT(key) {
+          BOOST_TEST_REQUIRE(got.count(key) == 1u);
+          BOOST_TEST(ndg_test::values(got.at(key)) == ndg_test::values(array), tt::per_element());
+        }
+      }
     }
   }
 }
