@@ -18,12 +18,9 @@
 // there are more), --epochs (default $NDG_TRAIN_EPOCHS when set), --lr, --batch-size, --subset,
 // --csv, --data, and --resize where a model trains on resized images.
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -39,6 +36,7 @@
 #include <gluon/utils.hpp>
 
 #include "tutorials/cli.hpp"
+#include "tutorials/common.hpp"
 
 namespace tutorial {
 
@@ -74,37 +72,6 @@ struct Options {
 };
 
 namespace detail {
-
-// "no GPU is visible", "1 GPU is visible", "2 GPUs are visible".
-inline std::string visible_gpus() {
-  const int n = mx::num_gpus();
-  return n == 0 ? "no GPU is visible" : n == 1 ? "1 GPU is visible" : std::to_string(n) + " GPUs are visible";
-}
-
-// "cpu", "gpu" (gpu(0)) or "gpu:N"; nothing for anything else.
-inline std::optional<mx::Context> context_named(const std::string& text) {
-  if (text == "cpu") return mx::cpu();
-  if (text == "gpu") return mx::gpu(0);
-  if (text.rfind("gpu:", 0) != 0 || text.size() == 4 || text.size() > 8 ||
-      text.find_first_not_of("0123456789", 4) != std::string::npos) {
-    return std::nullopt;
-  }
-  return mx::gpu(std::stoi(text.substr(4)));
-}
-
-// --ctx: a context that exists on this machine.
-inline CLI::Validator existing_context() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        const std::optional<mx::Context> ctx = context_named(value);
-        if (!ctx) return value + " is not cpu, gpu or gpu:N";
-        if (ctx->is_gpu() && ctx->device_id() >= mx::num_gpus()) {
-          return value + ": there is no " + ctx->str() + ", " + visible_gpus();
-        }
-        return "";
-      },
-      "", "existing_context");
-}
 
 // --gpus: from 1 to the number of GPUs visible.
 inline CLI::Validator gpu_count() {
@@ -316,27 +283,13 @@ inline EpochResult train_epoch(mx::gluon::Block& net, gdata::DataLoader& train, 
 
 // Draws the curves of `csv` (one set of lines per model key) into a PNG next to it.
 inline void plot(const std::string& csv, const std::vector<Model>& models) {
-  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
-    std::printf("gnuplot is not installed (apt-get install gnuplot-nox): no PNG drawn; the curves are in %s\n",
-                csv.c_str());
-    return;
-  }
-  const std::string png = std::filesystem::path(csv).replace_extension(".png").string();
   std::string keys;
   for (const Model& model : models) keys += (keys.empty() ? "" : " ") + model.key;
-  // The script goes to gnuplot's standard input, so that no shell sees its quotes and $ columns.
   const std::string each_model = "for [m in '" + keys + "'] '" + csv + "' using (strcol(1) eq m ? $2 : NaN)";
-  const std::string script =
-      "set terminal pngcairo size 900,500\nset output '" + png + "'\nset datafile separator ','\n"
-      "set xlabel 'epoch'\nset grid\nset key outside\n"
-      "plot " + each_model + ":3 with linespoints title m.' loss', \\\n"
-      "     " + each_model + ":4 with linespoints title m.' train acc', \\\n"
-      "     " + each_model + ":5 with linespoints title m.' test acc'\n";
-  FILE* gnuplot = popen("gnuplot 2>&1", "w");
-  const bool written = gnuplot && std::fputs(script.c_str(), gnuplot) >= 0;
-  const bool ok = gnuplot && pclose(gnuplot) == 0 && written;
-  if (ok) std::printf("plot written to %s\n", png.c_str());
-  else std::printf("gnuplot failed; the curves are in %s\n", csv.c_str());
+  plot_png(csv, "set xlabel 'epoch'\nset grid\nset key outside\n"
+                "plot " + each_model + ":3 with linespoints title m.' loss', \\\n"
+                "     " + each_model + ":4 with linespoints title m.' train acc', \\\n"
+                "     " + each_model + ":5 with linespoints title m.' test acc'\n");
 }
 
 // Trains each model that o.model selects, in the order of `models`; returns the exit code.
@@ -348,12 +301,8 @@ inline int train(const Options& o, const std::vector<Model>& models) {
   if (o.dist) std::printf(", rank 0 of %d processes (dist_sync)", mx::dist::world_size());
   std::printf("%s\n", o.ctxs.size() > 1 ? ", data-parallel" : "");
   gdata::FashionMNIST train_set(true, o.data_dir, o.subset), test_set(false, o.data_dir, o.subset);
-  std::FILE* csv = std::fopen(o.csv.c_str(), "w");  // opened before training: a bad path fails now
-  if (!csv) {
-    std::fprintf(stderr, "error: cannot write the curves to %s: %s\n", o.csv.c_str(), std::strerror(errno));
-    return 1;
-  }
-  std::fprintf(csv, "model,epoch,loss,train_acc,test_acc,seconds\n");
+  std::FILE* csv = open_csv(o.csv, "model,epoch,loss,train_acc,test_acc,seconds");
+  if (!csv) return 1;
   std::vector<std::pair<std::string, double>> final_test_acc;  // {Model::report, accuracy}
   for (const Model& model : models) {
     if (o.model != "both" && o.model != "all" && o.model != model.key) continue;
@@ -386,21 +335,17 @@ inline int train(const Options& o, const std::vector<Model>& models) {
     }
     if (!model.report.empty()) final_test_acc.emplace_back(model.report, test_acc);
   }
-  // A full disk or a failed write shows at the latest when the file is closed.
-  const bool write_failed = std::ferror(csv) != 0;
-  errno = 0;
-  const bool close_failed = std::fclose(csv) != 0;
-  const std::string why = close_failed && errno != 0 ? std::strerror(errno) : "a write failed";
-  if (!write_failed && !close_failed) {
+  const std::optional<std::string> write_failed = close_csv(csv);
+  if (!write_failed) {
     std::printf("\ncurves written to %s\n", o.csv.c_str());
     plot(o.csv, models);
   }
   for (const auto& [name, accuracy] : final_test_acc) {
     std::printf("%s test accuracy after %d epochs: %.4f\n", name.c_str(), o.epochs, accuracy);
   }
-  if (write_failed || close_failed) {
+  if (write_failed) {
     std::fflush(stdout);
-    std::fprintf(stderr, "error: writing the curves to %s failed: %s\n", o.csv.c_str(), why.c_str());
+    std::fprintf(stderr, "error: writing the curves to %s failed: %s\n", o.csv.c_str(), write_failed->c_str());
     return 1;
   }
   return 0;
