@@ -403,11 +403,22 @@ std::unique_ptr<RuleOptimizer::Plan> RuleOptimizer::make_plan(const std::vector<
 
 void RuleOptimizer::update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
                                  const std::vector<nd::NDArray>& grads) {
-  if (!plan_ || !plan_->matches(keys, weights, grads, generation_)) {
-    plan_.reset();  // a list that fails its checks leaves no plan
-    plan_ = make_plan(keys, weights, grads);
+  // A Trainer whose gradients are summed in buckets updates each bucket's parameters as they come:
+  // several lists per step, a plan each.
+  constexpr std::size_t kMaxPlans = 16;
+  auto it = std::find_if(plans_.begin(), plans_.end(),
+                         [&](const std::unique_ptr<Plan>& p) { return p->matches(keys, weights, grads, generation_); });
+  if (it == plans_.end()) {
+    // Plans of another generation hold states that were replaced: none of them can match again.
+    std::erase_if(plans_, [&](const std::unique_ptr<Plan>& p) { return p->generation != generation_; });
+    if (plans_.size() == kMaxPlans) plans_.erase(plans_.begin());
+    std::unique_ptr<Plan> made = make_plan(keys, weights, grads);  // a list that fails its checks leaves no plan
+    // make_plan may have made states (a new generation): the other plans are then stale too.
+    std::erase_if(plans_, [&](const std::unique_ptr<Plan>& p) { return p->generation != generation_; });
+    plans_.push_back(std::move(made));
+    it = plans_.end() - 1;
   }
-  const Plan& plan = *plan_;
+  const Plan& plan = **it;
   const double beta1 = params_.h0, beta2 = params_.h1;
   double m_schedule = m_schedule_;  // kept, with the update counts, only once every group is updated
   std::vector<op::TensorScalars> scalars(keys.size());

@@ -154,7 +154,7 @@ class RuleOptimizer : public Optimizer {
   bool momentum_correction_ = true;             // LARS
   double last_lr_ = -1;                         // LARS: the previous step's rate (-1: none yet)
   struct Plan;                                  // Note [the update plan], gluon/optimizer.cpp
-  std::unique_ptr<Plan> plan_;
+  std::vector<std::unique_ptr<Plan>> plans_;
   std::unique_ptr<Plan> make_plan(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
                                   const std::vector<nd::NDArray>& grads);
 };

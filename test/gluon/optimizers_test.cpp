@@ -319,6 +319,50 @@ BOOST_AUTO_TEST_CASE(half_weights_with_multi_precision_follow_the_reference) {
   });
 }
 
+// The update plan (gluon/optimizer.cpp): a step given in parts (a Trainer's gradient buckets),
+// the same gradient arrays every step (the plans reused), a state replaced and a weight given a
+// new array in the middle (the plans made again), equals the whole list updated at once, bit for
+// bit, on every context.
+BOOST_AUTO_TEST_CASE(updates_in_parts_with_reused_plans_equal_one_update) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    for (const std::string& name : gluon::RuleOptimizer::names()) {
+      BOOST_TEST_CONTEXT(name) {
+        gluon::HyperParams params = {{"wd", 0.01}};
+        if (name == "sgd" || name == "nag" || name == "signum" || name == "lars") params["momentum"] = 0.9;
+        auto whole = gluon::Optimizer::create(name, params), parts = gluon::Optimizer::create(name, params);
+        const std::vector<mx::Shape> shapes = {{3, 4}, {5}, {2, 3}};
+        std::vector<nd::NDArray> w_whole, w_parts, grads;
+        std::vector<gluon::StateKey> keys;
+        for (std::size_t p = 0; p < shapes.size(); ++p) {
+          w_whole.push_back(nd::array(ndg_test::uniform_values(static_cast<std::size_t>(shapes[p].numel()),
+                                                               static_cast<unsigned>(p)), shapes[p], ctx, DType::float32));
+          w_parts.push_back(w_whole.back().copy());
+          grads.push_back(nd::zeros(shapes[p], ctx));
+          keys.push_back({p, 0});
+        }
+        for (int step = 0; step < 5; ++step) {
+          for (std::size_t p = 0; p < shapes.size(); ++p) {  // new values, the same arrays
+            nd::array(ndg_test::uniform_values(static_cast<std::size_t>(shapes[p].numel()),
+                                               static_cast<unsigned>(10 * step + p + 7)), shapes[p], ctx, DType::float32)
+                .copyto(grads[p]);
+          }
+          if (step == 2) parts->set_states(parts->states());  // the same arrays, a new generation
+          if (step == 3) w_parts[1] = w_parts[1].copy();      // a weight that is another array
+          whole->update_multi(keys, w_whole, grads);
+          std::vector<nd::NDArray> first{w_parts[0]}, rest{w_parts[1], w_parts[2]};
+          parts->update_multi({keys[0]}, first, {grads[0]});
+          parts->update_multi({keys[1], keys[2]}, rest, {grads[1], grads[2]});
+        }
+        for (std::size_t p = 0; p < shapes.size(); ++p) {
+          BOOST_TEST_CONTEXT("weight " << p) {
+            BOOST_TEST(ndg_test::values(w_parts[p]) == ndg_test::values(w_whole[p]), boost::test_tools::per_element());
+          }
+        }
+      }
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(created_by_name_with_mxnet_defaults) {
   for (const auto& [name, lr] : std::vector<std::pair<std::string, double>>{
            {"nag", 0.01}, {"signum", 0.01}, {"adagrad", 0.01}, {"rmsprop", 0.001}, {"adadelta", 1.0},
