@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include "gluon/data/shuffle.hpp"
 #include "ndarray/core/describe.hpp"
 #include "ndarray/ops/random.hpp"
 
@@ -21,28 +22,6 @@ namespace {
 // Batches prepared ahead of the one the loop holds: enough to hide the host work behind a GPU
 // step, few enough to bound the memory (MXNet's prefetch is 2 * num_workers).
 constexpr std::size_t kPrefetchDepth = 2;
-
-// Uniform in [0, n) by rejection: std::uniform_int_distribution's algorithm differs between
-// standard libraries, and the order of an epoch should not. n < 2^32.
-std::uint32_t draw_below(std::mt19937& generator, std::uint32_t n) {
-  const std::uint64_t range = std::uint64_t{1} << 32;
-  const std::uint64_t accept_below = range - range % n;  // a multiple of n
-  std::uint64_t x;
-  do {
-    x = generator();
-  } while (x >= accept_below);
-  return static_cast<std::uint32_t>(x % n);
-}
-
-// Fisher-Yates shuffle of `order` from a generator seeded with (seed, epoch).
-void shuffle(std::vector<std::int64_t>& order, std::uint64_t seed, std::uint64_t epoch) {
-  std::seed_seq sequence{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32),
-                         static_cast<std::uint32_t>(epoch), static_cast<std::uint32_t>(epoch >> 32)};
-  std::mt19937 generator(sequence);
-  for (std::size_t i = order.size(); i > 1; --i) {
-    std::swap(order[i - 1], order[draw_below(generator, static_cast<std::uint32_t>(i))]);
-  }
-}
 
 // Rows indices[0], indices[1], ... of source (N, ...) on cpu(0), stacked into a new (k, ...) array
 // on cpu(0) (pinned memory when a GPU is present and it is large enough).
@@ -193,12 +172,11 @@ class SampleGatherer {
 
 namespace detail {
 
-// The samples of one epoch, batch after batch: batch b is order[b * batch_size, ...), the last one
-// possibly shorter.
+// The samples of one epoch, batch after batch: batch b is order[bounds[b], bounds[b + 1]).
 struct EpochPlan {
   std::vector<std::int64_t> order;
-  std::int64_t batch_size = 1;
-  std::int64_t num_batches = 0;
+  std::vector<std::int64_t> bounds{0};
+  std::int64_t num_batches() const { return static_cast<std::int64_t>(bounds.size()) - 1; }
 };
 
 // Note [one epoch's thread]: the producer thread builds batch after batch and queues them, waiting
@@ -248,7 +226,7 @@ class Prefetcher {
  private:
   void produce() {
     try {
-      for (std::int64_t b = 0; b < plan_.num_batches; ++b) {
+      for (std::int64_t b = 0; b < plan_.num_batches(); ++b) {
         if (!wait_for_room()) break;  // stopped
         Batch batch = build(b);
         {
@@ -277,8 +255,8 @@ class Prefetcher {
 
   // Batch b: the rows it lists, then the transform.
   Batch build(std::int64_t b) const {
-    const auto first = static_cast<std::size_t>(b * plan_.batch_size);
-    const std::size_t count = std::min(static_cast<std::size_t>(plan_.batch_size), plan_.order.size() - first);
+    const auto first = static_cast<std::size_t>(plan_.bounds[static_cast<std::size_t>(b)]);
+    const auto count = static_cast<std::size_t>(plan_.bounds[static_cast<std::size_t>(b) + 1]) - first;
     const std::span<const std::int64_t> indices(plan_.order.data() + first, count);
     Batch batch = gather_(indices);
     if (transform_) batch.data = apply_transform(batch.data, b);
@@ -338,6 +316,19 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, std::int64_t batc
                 std::span<const std::int64_t> indices) { return (*gatherer)(indices); };
 }
 
+DataLoader::DataLoader(ArrayDataset dataset, std::shared_ptr<BatchSamplerBase> batch_sampler, BatchTransform transform)
+    : DataLoader(std::move(dataset), 1, false, "keep", std::move(transform)) {
+  if (!batch_sampler) throw ValueError("DataLoader: the batch sampler is null");
+  batch_sampler_ = std::move(batch_sampler);
+}
+
+DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, std::shared_ptr<BatchSamplerBase> batch_sampler,
+                       SampleTransform sample_transform, int num_workers, BatchTransform transform)
+    : DataLoader(std::move(dataset), 1, false, "keep", std::move(sample_transform), num_workers, std::move(transform)) {
+  if (!batch_sampler) throw ValueError("DataLoader: the batch sampler is null");
+  batch_sampler_ = std::move(batch_sampler);
+}
+
 void DataLoader::check_options(const std::string& last_batch) {
   if (batch_size_ <= 0) {
     throw ValueError("DataLoader: batch_size must be positive, but it is " + std::to_string(batch_size_));
@@ -359,6 +350,10 @@ std::int64_t DataLoader::batches_for(std::int64_t samples) const {
 }
 
 DataLoader& DataLoader::shard(std::int64_t parts, std::int64_t index) {
+  if (batch_sampler_) {
+    throw ValueError("DataLoader::shard: this loader's batches come from a batch sampler; give each process a "
+                     "sampler of its own part instead");
+  }
   if (parts < 1 || index < 0 || index >= parts) {
     throw ValueError("DataLoader::shard: part " + std::to_string(index) + " of " + std::to_string(parts) +
                      " does not exist; parts must be >= 1 and 0 <= index < parts");
@@ -371,6 +366,7 @@ DataLoader& DataLoader::shard(std::int64_t parts, std::int64_t index) {
 std::int64_t DataLoader::samples_per_epoch() const { return (num_samples_ + parts_ - 1) / parts_; }
 
 std::int64_t DataLoader::size() const {
+  if (batch_sampler_) return batch_sampler_->size();
   return batches_for(static_cast<std::int64_t>(rolled_over_.size()) + samples_per_epoch());
 }
 
@@ -382,7 +378,7 @@ std::vector<std::int64_t> DataLoader::next_sample_order() {
   const std::uint64_t epoch = epoch_++;
   std::vector<std::int64_t> order(static_cast<std::size_t>(num_samples_));
   std::iota(order.begin(), order.end(), std::int64_t{0});
-  if (shuffle_) shuffle(order, mx::random::current_seed(), epoch);
+  if (shuffle_) detail::shuffle(order, mx::random::current_seed(), epoch);
   if (parts_ == 1 || order.empty()) return order;
   // This part: padded with the order's first samples to a multiple of parts, every parts-th.
   const auto n = static_cast<std::size_t>(samples_per_epoch() * parts_);
@@ -396,16 +392,32 @@ std::vector<std::int64_t> DataLoader::next_sample_order() {
 }
 
 DataLoader::Iterator DataLoader::begin() {
-  // The samples rolled over from the last epoch come first, as MXNet's BatchSampler puts them.
   detail::EpochPlan plan;
+  if (batch_sampler_) {  // its batches, each index checked against the dataset
+    for (const std::vector<std::int64_t>& batch : batch_sampler_->next_epoch()) {
+      if (batch.empty()) throw ValueError("DataLoader: the batch sampler gave an empty batch");
+      for (const std::int64_t i : batch) {
+        if (i < 0 || i >= num_samples_) {
+          throw IndexError("DataLoader: the sampler gave index " + std::to_string(i) + " of a dataset of " +
+                           std::to_string(num_samples_) + " samples");
+        }
+      }
+      plan.order.insert(plan.order.end(), batch.begin(), batch.end());
+      plan.bounds.push_back(static_cast<std::int64_t>(plan.order.size()));
+    }
+    return Iterator(std::make_shared<detail::Prefetcher>(gather_, std::move(plan), transform_));
+  }
+  // The samples rolled over from the last epoch come first, as MXNet's BatchSampler puts them.
   plan.order = std::exchange(rolled_over_, {});
   const std::vector<std::int64_t> samples = next_sample_order();
   plan.order.insert(plan.order.end(), samples.begin(), samples.end());
-  plan.batch_size = batch_size_;
-  plan.num_batches = batches_for(static_cast<std::int64_t>(plan.order.size()));
-  const auto used = std::min(plan.order.size(), static_cast<std::size_t>(plan.num_batches * batch_size_));
+  const std::int64_t num_batches = batches_for(static_cast<std::int64_t>(plan.order.size()));
+  const auto used = std::min(plan.order.size(), static_cast<std::size_t>(num_batches * batch_size_));
   if (last_batch_ == LastBatch::rollover) rolled_over_.assign(plan.order.begin() + used, plan.order.end());
   plan.order.resize(used);
+  for (std::int64_t b = 1; b <= num_batches; ++b) {
+    plan.bounds.push_back(std::min(b * batch_size_, static_cast<std::int64_t>(used)));
+  }
   return Iterator(std::make_shared<detail::Prefetcher>(gather_, std::move(plan), transform_));
 }
 

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "gluon/data/dataset.hpp"
+#include "gluon/data/sampler.hpp"
 
 namespace mx::gluon::data {
 
@@ -73,13 +74,20 @@ class DataLoader {
              const std::string& last_batch = "keep", SampleTransform sample_transform = {}, int num_workers = 0,
              BatchTransform transform = {});
 
+  // The batches of a batch sampler (gluon/data/sampler.hpp; MXNet's batch_sampler=), in place of
+  // batch_size, shuffle and last_batch: each epoch is one next_epoch() of it, each index checked
+  // against the dataset when the epoch starts (mx::IndexError). A null sampler is an mx::ValueError.
+  DataLoader(ArrayDataset dataset, std::shared_ptr<BatchSamplerBase> batch_sampler, BatchTransform transform = {});
+  DataLoader(std::shared_ptr<const Dataset> dataset, std::shared_ptr<BatchSamplerBase> batch_sampler,
+             SampleTransform sample_transform = {}, int num_workers = 0, BatchTransform transform = {});
+
   // Data parallelism across processes: from now on each epoch gives only part `index` of
   // `parts` of its (shuffled) sample order, every parts-th sample from index on, after the order
   // is padded with its own first samples to a multiple of parts, so that every part has
   // ceil(N / parts) samples (PyTorch's DistributedSampler). Every process draws the same order
   // (the same seed: mx::random::seed in each), so the parts are disjoint and cover the data set:
   //   loader.shard(mx::dist::world_size(), mx::dist::rank());
-  // mx::ValueError unless parts >= 1 and 0 <= index < parts.
+  // mx::ValueError unless parts >= 1 and 0 <= index < parts, and for a loader of a batch sampler.
   DataLoader& shard(std::int64_t parts, std::int64_t index);
 
   // The number of batches the next epoch gives (Python's len(loader)).
@@ -110,6 +118,7 @@ class DataLoader {
   std::uint64_t epoch_ = 0;                  // epochs started since then
   std::vector<std::int64_t> rolled_over_;    // samples carried to the next epoch ("rollover")
   std::int64_t parts_ = 1, part_ = 0;        // shard()
+  std::shared_ptr<BatchSamplerBase> batch_sampler_;  // null: batch_size_, shuffle_ and last_batch_
   std::int64_t samples_per_epoch() const;    // this part's
 };
 

@@ -587,6 +587,108 @@ BOOST_AUTO_TEST_CASE(last_batch_rollover_carries_samples_to_the_next_epoch) {
   BOOST_TEST(loader.size() == 3);
 }
 
+BOOST_AUTO_TEST_CASE(samplers_give_mxnets_orders) {
+  BOOST_TEST(gdata::SequentialSampler(5, 2).next_epoch() == (std::vector<std::int64_t>{2, 3, 4, 5, 6}), tt::per_element());
+  BOOST_TEST(gdata::SequentialSampler(5).size() == 5);
+  BOOST_TEST(gdata::SequentialSampler(0).next_epoch().empty());
+  gdata::IntervalSampler interval(10, 3);
+  BOOST_TEST(interval.next_epoch() == (std::vector<std::int64_t>{0, 3, 6, 9, 1, 4, 7, 2, 5, 8}), tt::per_element());
+  BOOST_TEST(interval.size() == 10);
+  gdata::IntervalSampler no_rollover(10, 3, false);
+  BOOST_TEST(no_rollover.next_epoch() == (std::vector<std::int64_t>{0, 3, 6, 9}), tt::per_element());
+  BOOST_TEST(no_rollover.size() == 4);
+  BOOST_TEST(gdata::IntervalSampler(2, 5).next_epoch() == (std::vector<std::int64_t>{0, 1}), tt::per_element());
+  // RandomSampler: a permutation, a new one each epoch, the epochs of one seed again after
+  // mx::random::seed, and the DataLoader's shuffled order for the same seed.
+  mx::random::seed(5);
+  gdata::RandomSampler random(50);
+  const std::vector<std::int64_t> first = random.next_epoch(), second = random.next_epoch();
+  BOOST_TEST(first != second);
+  std::vector<std::int64_t> sorted = first;
+  std::sort(sorted.begin(), sorted.end());
+  BOOST_TEST(sorted == iota_vector(0, 50), tt::per_element());
+  mx::random::seed(5);
+  BOOST_TEST(random.next_epoch() == first, tt::per_element());
+  mx::random::seed(5);
+  gdata::DataLoader shuffled(numbered_dataset(50), 50, true);
+  BOOST_TEST(run_epoch(shuffled) == first, tt::per_element());
+  NDG_CHECK_THROWS_WITH(gdata::SequentialSampler(-1), mx::ValueError, "SequentialSampler", "-1");
+  NDG_CHECK_THROWS_WITH(gdata::RandomSampler(-2), mx::ValueError, "RandomSampler", "-2");
+  NDG_CHECK_THROWS_WITH(gdata::IntervalSampler(4, 0), mx::ValueError, "IntervalSampler", "interval", "0");
+}
+
+BOOST_AUTO_TEST_CASE(batch_sampler_keeps_discards_and_rolls_over) {
+  using Batches = std::vector<std::vector<std::int64_t>>;
+  const auto sequential = std::make_shared<gdata::SequentialSampler>(10);
+  gdata::BatchSampler keep(sequential, 3);
+  BOOST_TEST(keep.size() == 4);
+  BOOST_TEST((keep.next_epoch() == Batches{{0, 1, 2}, {3, 4, 5}, {6, 7, 8}, {9}}));
+  gdata::BatchSampler discard(sequential, 3, "discard");
+  BOOST_TEST(discard.size() == 3);
+  BOOST_TEST((discard.next_epoch() == Batches{{0, 1, 2}, {3, 4, 5}, {6, 7, 8}}));
+  gdata::BatchSampler rollover(sequential, 3, "rollover");
+  BOOST_TEST((rollover.next_epoch() == Batches{{0, 1, 2}, {3, 4, 5}, {6, 7, 8}}));
+  BOOST_TEST(rollover.size() == 3);  // 9 carried, then 10 more: 11 samples
+  BOOST_TEST((rollover.next_epoch() == Batches{{9, 0, 1}, {2, 3, 4}, {5, 6, 7}}));
+  BOOST_TEST(rollover.size() == 4);  // 8 and 9 carried: 12 samples
+  NDG_CHECK_THROWS_WITH(gdata::BatchSampler(sequential, 0), mx::ValueError, "BatchSampler", "batch_size", "0");
+  NDG_CHECK_THROWS_WITH(gdata::BatchSampler(sequential, 2, "drop"), mx::ValueError, "BatchSampler", "\"drop\"");
+  NDG_CHECK_THROWS_WITH(gdata::BatchSampler(nullptr, 2), mx::ValueError, "BatchSampler", "null");
+}
+
+// A batch sampler of one's own: the batches it gives, whatever their sizes.
+class GivenBatches final : public gdata::BatchSamplerBase {
+ public:
+  explicit GivenBatches(std::vector<std::vector<std::int64_t>> batches) : batches_(std::move(batches)) {}
+  std::vector<std::vector<std::int64_t>> next_epoch() override { return batches_; }
+  std::int64_t size() const override { return static_cast<std::int64_t>(batches_.size()); }
+
+ private:
+  std::vector<std::vector<std::int64_t>> batches_;
+};
+
+// An ArrayDataset's rows as a Dataset of samples, for the loader's worker path.
+class RowsDataset final : public gdata::Dataset {
+ public:
+  explicit RowsDataset(gdata::ArrayDataset rows) : rows_(std::move(rows)) {}
+  std::int64_t size() const override { return rows_.size(); }
+  gdata::Sample get(std::int64_t i) const override {
+    auto [data, label] = rows_[i];
+    return {data.copy(), label.copy()};
+  }
+
+ private:
+  gdata::ArrayDataset rows_;
+};
+
+BOOST_AUTO_TEST_CASE(loaders_take_batches_from_a_batch_sampler) {
+  const gdata::ArrayDataset dataset = numbered_dataset(10);
+  const auto given = std::make_shared<GivenBatches>(std::vector<std::vector<std::int64_t>>{{4, 2}, {9}, {0, 1, 2, 3}});
+  gdata::DataLoader loader(dataset, given);
+  BOOST_TEST(loader.size() == 3);
+  std::vector<std::int64_t> sizes;
+  BOOST_TEST(run_epoch(loader, &sizes) == (std::vector<std::int64_t>{4, 2, 9, 0, 1, 2, 3}), tt::per_element());
+  BOOST_TEST(sizes == (std::vector<std::int64_t>{2, 1, 4}), tt::per_element());
+  // The same through a Dataset and two workers.
+  gdata::DataLoader workers(std::make_shared<RowsDataset>(dataset), given, {}, 2);
+  sizes.clear();
+  BOOST_TEST(run_epoch(workers, &sizes) == (std::vector<std::int64_t>{4, 2, 9, 0, 1, 2, 3}), tt::per_element());
+  // A BatchSampler of a RandomSampler, rolling over: every sample once per two epochs' worth.
+  mx::random::seed(3);
+  gdata::DataLoader random(dataset, std::make_shared<gdata::BatchSampler>(std::make_shared<gdata::RandomSampler>(10), 4,
+                                                                           "rollover"));
+  std::vector<std::int64_t> seen = run_epoch(random), next = run_epoch(random);
+  BOOST_TEST(seen.size() == 8u);
+  BOOST_TEST(next.size() == 12u);  // 2 carried + 10
+  // Bad batches: an index outside the dataset, an empty batch; no sharding of a sampler's batches.
+  gdata::DataLoader outside(dataset, std::make_shared<GivenBatches>(std::vector<std::vector<std::int64_t>>{{1, 10}}));
+  NDG_CHECK_THROWS_WITH(outside.begin(), mx::IndexError, "index 10", "10 samples");
+  gdata::DataLoader empty(dataset, std::make_shared<GivenBatches>(std::vector<std::vector<std::int64_t>>{{}}));
+  NDG_CHECK_THROWS_WITH(empty.begin(), mx::ValueError, "empty batch");
+  NDG_CHECK_THROWS_WITH(loader.shard(2, 0), mx::ValueError, "shard", "batch sampler");
+  NDG_CHECK_THROWS_WITH(gdata::DataLoader(dataset, std::shared_ptr<gdata::BatchSamplerBase>()), mx::ValueError, "null");
+}
+
 BOOST_AUTO_TEST_CASE(shuffle_sees_every_sample_once_per_epoch) {
   mx::random::seed(11);
   gdata::DataLoader loader(numbered_dataset(103), 10, true);
