@@ -229,7 +229,7 @@ const std::vector<std::string>& RuleOptimizer::names() {
 }
 
 RuleOptimizer::RuleOptimizer(const std::string& name, const HyperParams& params)
-    : Optimizer(nullptr), rule_name_(name) {
+    : Optimizer(nullptr) {
   const auto spec = std::find_if(rule_specs().begin(), rule_specs().end(), [&](const RuleSpec& s) { return name == s.name; });
   if (spec == rule_specs().end()) throw ValueError("RuleOptimizer: unknown rule '" + name + "'");
   name_ = spec->name;
@@ -307,11 +307,6 @@ void RuleOptimizer::set_scalars(const std::map<std::string, double>& scalars) {
   }
 }
 
-void RuleOptimizer::prepare_state(const StateKey& key, const nd::NDArray& weight) {
-  for (std::size_t i = 0; i < state_names_.size(); ++i) state(name_, key, i, weight);
-  if (uses_master(weight)) master_for(key, weight);
-}
-
 void RuleOptimizer::update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) {
   std::vector<nd::NDArray> weights{weight};
   update_multi({key}, weights, {grad});
@@ -352,8 +347,8 @@ RuleOptimizer::~RuleOptimizer() = default;
 std::unique_ptr<RuleOptimizer::Plan> RuleOptimizer::make_plan(const std::vector<StateKey>& keys,
                                                               std::vector<nd::NDArray>& weights,
                                                               const std::vector<nd::NDArray>& grads) {
+  // Every check, state and master copy before any update runs (the lists' own checks included).
   for (std::size_t i = 0; i < weights.size(); ++i) check_update(name_, weights[i], grads[i]);
-  for (std::size_t i = 0; i < weights.size(); ++i) prepare_state(keys[i], weights[i]);
   auto plan = std::make_unique<Plan>();
   plan->keys = keys;
   plan->weights = weights;

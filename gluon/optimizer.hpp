@@ -37,8 +37,8 @@ class Optimizer {
   // key. State follows its weight to another context (Parameter::reset_ctx) or dtype.
   virtual void update(const StateKey& key, nd::NDArray& weight, const nd::NDArray& grad) = 0;
   // The same step for a list of copies (a Trainer's whole step): update() for each, unless the
-  // optimizer has a multi-tensor update (SGD: one launch per context and dtype, as MXNet's
-  // multi_sgd_update). Everything is checked, and every state made (prepare_state), before
+  // optimizer has a multi-tensor update (RuleOptimizer: one launch per context and dtype).
+  // Everything is checked, and every state made (prepare_state), before
   // anything changes: a step that fails, out of memory included, leaves weights and state as they
   // were.
   virtual void update_multi(const std::vector<StateKey>& keys, std::vector<nd::NDArray>& weights,
@@ -104,8 +104,6 @@ class Optimizer {
   // parameter was moved (reset_ctx) or cast since. Throws mx::ShapeError naming op when a state
   // does not match its weight.
   nd::NDArray& state(const char* op, const StateKey& key, std::size_t i, const nd::NDArray& weight);
-  // The update count of key, advanced by one (the `t` of this update).
-  std::int64_t next_count(const StateKey& key) { return ++counts_[key]; }
   // The learning rate and weight decay of key's parameter: the optimizer's times its multipliers.
   double lr_for(const StateKey& key) const;
   double wd_for(const StateKey& key) const;
@@ -140,11 +138,7 @@ class RuleOptimizer : public Optimizer {
   // The names create() knows this class by.
   static const std::vector<std::string>& names();
 
- protected:
-  void prepare_state(const StateKey& key, const nd::NDArray& weight) override;
-
  private:
-  std::string rule_name_;
   std::vector<std::string> state_names_;
   op::RuleParams params_;
   double m_schedule_ = 1;  // Nadam: the momentum schedule's product over every update so far
