@@ -49,6 +49,19 @@ __global__ void map_elements(T* out, const T* in, std::int64_t n, bool packed, F
   for (std::int64_t i = packs * P::size + global_thread(); i < n; i += grid_stride()) out[i] = f(in[i]);
 }
 
+// The sum of every thread's v over a block of kThreads, in a fixed order (the same bits every
+// run); valid in thread 0.
+__device__ __forceinline__ double block_sum(double v) {
+  __shared__ double shared[kThreads];
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (static_cast<int>(threadIdx.x) < half) shared[threadIdx.x] += shared[threadIdx.x + half];
+    __syncthreads();
+  }
+  return shared[0];
+}
+
 inline cudaStream_t stream_of(const op::ExecContext& ec) { return static_cast<cudaStream_t>(ec.stream); }
 
 // The one kernel launch: `grid` blocks of kThreads on stream, a bad launch reported at once as

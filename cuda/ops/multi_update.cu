@@ -174,18 +174,6 @@ struct SumList {
   int count = 0;
 };
 
-// The sum of every thread's v over the block, in a fixed order; valid in thread 0.
-__device__ double block_sum(double v) {
-  __shared__ double shared[cuda::kThreads];
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int half = cuda::kThreads / 2; half > 0; half /= 2) {
-    if (static_cast<int>(threadIdx.x) < half) shared[threadIdx.x] += shared[threadIdx.x + half];
-    __syncthreads();
-  }
-  return shared[0];
-}
-
 template <class T>
 __global__ void __launch_bounds__(cuda::kThreads) chunk_sums(const __grid_constant__ SumList list, double* partial) {
   const std::int32_t block = static_cast<std::int32_t>(blockIdx.x);
@@ -203,7 +191,7 @@ __global__ void __launch_bounds__(cuda::kThreads) chunk_sums(const __grid_consta
     const double v = static_cast<double>(static_cast<ComputeType<T>>(x[i]));
     sum += v * v;
   }
-  sum = block_sum(sum);
+  sum = cuda::block_sum(sum);
   if (threadIdx.x == 0) partial[block] = sum;
 }
 
@@ -215,7 +203,7 @@ __global__ void __launch_bounds__(cuda::kThreads) array_sums(const __grid_consta
        c += cuda::kThreads) {
     sum += partial[c];
   }
-  sum = block_sum(sum);
+  sum = cuda::block_sum(sum);
   if (threadIdx.x == 0) out[a] = static_cast<float>(sum);
 }
 

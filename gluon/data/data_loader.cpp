@@ -7,6 +7,7 @@
 #include <exception>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <span>
 #include <thread>
@@ -15,13 +16,10 @@
 #include "gluon/data/shuffle.hpp"
 #include "ndarray/core/describe.hpp"
 #include "ndarray/ops/random.hpp"
+#include "ndarray/profiler/profiler.hpp"
 
 namespace mx::gluon::data {
 namespace {
-
-// Batches prepared ahead of the one the loop holds: enough to hide the host work behind a GPU
-// step, few enough to bound the memory (MXNet's prefetch is 2 * num_workers).
-constexpr std::size_t kPrefetchDepth = 2;
 
 // Rows indices[0], indices[1], ... of source (N, ...) on cpu(0), stacked into a new (k, ...) array
 // on cpu(0) (pinned memory when a GPU is present and it is large enough).
@@ -144,10 +142,14 @@ class SampleGatherer {
       : dataset_(std::move(dataset)), transform_(std::move(transform)),
         pool_(workers > 0 ? std::make_unique<WorkerPool>(workers) : nullptr) {}
 
-  Batch operator()(std::span<const std::int64_t> indices) const {
+  Batch operator()(std::span<const std::int64_t> indices, const SampleKey& epoch) const {
     std::vector<nd::NDArray> data(indices.size()), labels(indices.size());
     const std::function<void(std::int64_t)> make = [&](std::int64_t k) {
-      Sample s = dataset_->get(indices[static_cast<std::size_t>(k)]);
+      const profiler::Range range("DataLoader::sample");
+      SampleKey key = epoch;
+      key.index = indices[static_cast<std::size_t>(k)];
+      const SampleKeyScope scope({&key, 1});
+      Sample s = dataset_->get(key.index);
       data[static_cast<std::size_t>(k)] = transform_ ? transform_(s.data) : s.data;
       labels[static_cast<std::size_t>(k)] = s.label;
     };
@@ -157,6 +159,7 @@ class SampleGatherer {
     } else {
       for (std::int64_t k = 0; k < count; ++k) make(k);
     }
+    const profiler::Range range("DataLoader::stack");
     nd::NDArray label = stack(labels, indices, "label");
     if (label.ndim() == 2 && label.shape()[1] == 1) label = label.reshape({label.shape()[0]});
     return {stack(data, indices, "data"), label};
@@ -176,20 +179,40 @@ namespace detail {
 struct EpochPlan {
   std::vector<std::int64_t> order;
   std::vector<std::int64_t> bounds{0};
+  SampleKey key;  // the seed and epoch the samples' keys share
   std::int64_t num_batches() const { return static_cast<std::int64_t>(bounds.size()) - 1; }
+  std::span<const std::int64_t> batch(std::int64_t b) const {
+    const auto first = static_cast<std::size_t>(bounds[static_cast<std::size_t>(b)]);
+    return {order.data() + first, static_cast<std::size_t>(bounds[static_cast<std::size_t>(b) + 1]) - first};
+  }
+  std::vector<SampleKey> keys(std::int64_t b) const {
+    std::vector<SampleKey> k;
+    for (const std::int64_t i : batch(b)) {
+      k.push_back(key);
+      k.back().index = i;
+    }
+    return k;
+  }
+};
+
+// What the loop's thread does to each batch it takes (DataLoader::transform_on).
+struct DeviceStage {
+  std::optional<Context> ctx;
+  BatchTransform transform;
 };
 
 // Note [one epoch's thread]: the producer thread builds batch after batch and queues them, waiting
-// whenever kPrefetchDepth batches are ready and not taken; the consumer (the range-for) takes them
-// in order. The producer waits for room *before* building, so at most kPrefetchDepth + 1 batches
+// whenever `depth` batches are ready and not taken; the consumer (the range-for) takes them
+// in order. The producer waits for room *before* building, so at most depth + 1 batches
 // exist besides the ones the loop still holds. An exception in the producer is stored and thrown by
 // the consumer once the batches built before it are taken. The destructor sets stop_, wakes the
 // producer and joins it: a loop left early finishes at most the batch under way.
 class Prefetcher {
  public:
-  Prefetcher(std::function<Batch(std::span<const std::int64_t>)> gather, EpochPlan plan, BatchTransform transform)
+  Prefetcher(std::function<Batch(std::span<const std::int64_t>, const SampleKey&)> gather, EpochPlan plan,
+             BatchTransform transform, DeviceStage device, std::size_t depth)
       : gather_(std::move(gather)), plan_(std::move(plan)), transform_(std::move(transform)),
-        thread_([this] { produce(); }) {}
+        device_(std::move(device)), depth_(depth), thread_([this] { produce(); }) {}
 
   ~Prefetcher() {
     {
@@ -207,7 +230,10 @@ class Prefetcher {
   // Rethrows the producer's exception in place of the batch it could not build.
   bool advance() {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [this] { return !ready_.empty() || produced_all_; });
+    {
+      const profiler::Range range("DataLoader::wait");  // the loop waiting for the producer
+      changed_.wait(lock, [this] { return !ready_.empty() || produced_all_; });
+    }
     if (ready_.empty()) {
       finished_ = true;
       if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
@@ -217,6 +243,8 @@ class Prefetcher {
     ready_.pop_front();
     lock.unlock();
     changed_.notify_all();  // room for the producer
+    if (device_.ctx) to_device(taken_);
+    ++taken_;
     return true;
   }
 
@@ -246,25 +274,36 @@ class Prefetcher {
     changed_.notify_all();
   }
 
-  // Waits until fewer than kPrefetchDepth batches are ready; false when asked to stop.
+  // Waits until fewer than depth_ batches are ready; false when asked to stop.
   bool wait_for_room() {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [this] { return stop_ || ready_.size() < kPrefetchDepth; });
+    changed_.wait(lock, [this] { return stop_ || ready_.size() < depth_; });
     return !stop_;
   }
 
   // Batch b: the rows it lists, then the transform.
   Batch build(std::int64_t b) const {
-    const auto first = static_cast<std::size_t>(plan_.bounds[static_cast<std::size_t>(b)]);
-    const auto count = static_cast<std::size_t>(plan_.bounds[static_cast<std::size_t>(b) + 1]) - first;
-    const std::span<const std::int64_t> indices(plan_.order.data() + first, count);
-    Batch batch = gather_(indices);
-    if (transform_) batch.data = apply_transform(batch.data, b);
+    Batch batch = gather_(plan_.batch(b), plan_.key);
+    if (transform_) {
+      const profiler::Range range("DataLoader::transform");
+      batch.data = apply_transform(transform_, batch.data, b);
+    }
     return batch;
   }
 
-  nd::NDArray apply_transform(const nd::NDArray& data, std::int64_t b) const {
-    nd::NDArray out = transform_(data);
+  // The batch the loop took (batch b) moved to the device stage's context and transformed there.
+  void to_device(std::int64_t b) {
+    const profiler::Range range("DataLoader::transform_on");
+    current_.data = current_.data.as_in_context(*device_.ctx);
+    current_.label = current_.label.as_in_context(*device_.ctx);
+    if (device_.transform) current_.data = apply_transform(device_.transform, current_.data, b);
+  }
+
+  // transform on batch b's data, under the keys of its samples.
+  nd::NDArray apply_transform(const BatchTransform& transform, const nd::NDArray& data, std::int64_t b) const {
+    const std::vector<SampleKey> keys = plan_.keys(b);
+    const SampleKeyScope scope(keys);
+    nd::NDArray out = transform(data);
     if (out.is_none() || out.ndim() == 0 || out.shape()[0] != data.shape()[0]) {
       throw ShapeError("DataLoader: the transform turned batch " + std::to_string(b) + " " +
                        nd::describe(data) + " into " +
@@ -274,18 +313,21 @@ class Prefetcher {
     return out;
   }
 
-  const std::function<Batch(std::span<const std::int64_t>)> gather_;
+  const std::function<Batch(std::span<const std::int64_t>, const SampleKey&)> gather_;
   const EpochPlan plan_;
   const BatchTransform transform_;
+  const DeviceStage device_;
+  const std::size_t depth_;
 
   std::mutex mutex_;
   std::condition_variable changed_;  // a batch was queued or taken, the producer ended, or stop_
-  std::deque<Batch> ready_;          // built and not yet taken, at most kPrefetchDepth
+  std::deque<Batch> ready_;          // built and not yet taken, at most depth_
   std::exception_ptr error_;         // what stopped the producer
   bool produced_all_ = false;        // the producer has ended (every batch queued, or error_)
   bool stop_ = false;                // the consumer is gone
 
   Batch current_;          // the batch the loop holds (consumer side only)
+  std::int64_t taken_ = 0;  // batches the loop has taken (consumer side only)
   bool finished_ = false;  // advance() found the end (consumer side only)
 
   std::thread thread_;  // last: it starts once every other member exists
@@ -296,7 +338,7 @@ class Prefetcher {
 DataLoader::DataLoader(ArrayDataset dataset, std::int64_t batch_size, bool shuffle, const std::string& last_batch,
                        BatchTransform transform)
     : num_samples_(dataset.size()),
-      gather_([arrays = on_cpu(dataset)](std::span<const std::int64_t> indices) {
+      gather_([arrays = on_cpu(dataset)](std::span<const std::int64_t> indices, const SampleKey&) {
         return Batch{gather_rows(arrays.data(), indices), gather_rows(arrays.label(), indices)};
       }),
       batch_size_(batch_size), shuffle_(shuffle), last_batch_(LastBatch::keep), transform_(std::move(transform)),
@@ -313,7 +355,7 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, std::int64_t batc
   if (num_workers < 0) throw ValueError("DataLoader: num_workers must be >= 0, got " + std::to_string(num_workers));
   check_options(last_batch);
   gather_ = [gatherer = std::make_shared<SampleGatherer>(std::move(dataset), std::move(sample_transform), num_workers)](
-                std::span<const std::int64_t> indices) { return (*gatherer)(indices); };
+                std::span<const std::int64_t> indices, const SampleKey& epoch) { return (*gatherer)(indices, epoch); };
 }
 
 DataLoader::DataLoader(ArrayDataset dataset, std::shared_ptr<BatchSamplerBase> batch_sampler, BatchTransform transform)
@@ -370,12 +412,27 @@ std::int64_t DataLoader::size() const {
   return batches_for(static_cast<std::int64_t>(rolled_over_.size()) + samples_per_epoch());
 }
 
-std::vector<std::int64_t> DataLoader::next_sample_order() {
+DataLoader& DataLoader::transform_on(Context ctx, BatchTransform transform) {
+  device_ = ctx;
+  device_transform_ = std::move(transform);
+  return *this;
+}
+
+DataLoader& DataLoader::prefetch(std::int64_t depth) {
+  if (depth < 1) throw ValueError("DataLoader::prefetch: the depth must be >= 1, got " + std::to_string(depth));
+  prefetch_depth_ = static_cast<std::size_t>(depth);
+  return *this;
+}
+
+std::uint64_t DataLoader::next_epoch() {
   if (mx::random::seed_generation() != seed_generation_) {  // seeded anew: count epochs from 0 again
     seed_generation_ = mx::random::seed_generation();
     epoch_ = 0;
   }
-  const std::uint64_t epoch = epoch_++;
+  return epoch_++;
+}
+
+std::vector<std::int64_t> DataLoader::next_sample_order(std::uint64_t epoch) {
   std::vector<std::int64_t> order(static_cast<std::size_t>(num_samples_));
   std::iota(order.begin(), order.end(), std::int64_t{0});
   if (shuffle_) detail::shuffle(order, mx::random::current_seed(), epoch);
@@ -393,6 +450,14 @@ std::vector<std::int64_t> DataLoader::next_sample_order() {
 
 DataLoader::Iterator DataLoader::begin() {
   detail::EpochPlan plan;
+  const std::uint64_t epoch = next_epoch();
+  plan.key.seed = mx::random::current_seed();
+  plan.key.epoch = epoch;
+  const auto start = [&] {
+    return Iterator(std::make_shared<detail::Prefetcher>(gather_, std::move(plan), transform_,
+                                                         detail::DeviceStage{device_, device_transform_},
+                                                         prefetch_depth_));
+  };
   if (batch_sampler_) {  // its batches, each index checked against the dataset
     for (const std::vector<std::int64_t>& batch : batch_sampler_->next_epoch()) {
       if (batch.empty()) throw ValueError("DataLoader: the batch sampler gave an empty batch");
@@ -405,11 +470,11 @@ DataLoader::Iterator DataLoader::begin() {
       plan.order.insert(plan.order.end(), batch.begin(), batch.end());
       plan.bounds.push_back(static_cast<std::int64_t>(plan.order.size()));
     }
-    return Iterator(std::make_shared<detail::Prefetcher>(gather_, std::move(plan), transform_));
+    return start();
   }
   // The samples rolled over from the last epoch come first, as MXNet's BatchSampler puts them.
   plan.order = std::exchange(rolled_over_, {});
-  const std::vector<std::int64_t> samples = next_sample_order();
+  const std::vector<std::int64_t> samples = next_sample_order(epoch);
   plan.order.insert(plan.order.end(), samples.begin(), samples.end());
   const std::int64_t num_batches = batches_for(static_cast<std::int64_t>(plan.order.size()));
   const auto used = std::min(plan.order.size(), static_cast<std::size_t>(num_batches * batch_size_));
@@ -418,7 +483,7 @@ DataLoader::Iterator DataLoader::begin() {
   for (std::int64_t b = 1; b <= num_batches; ++b) {
     plan.bounds.push_back(std::min(b * batch_size_, static_cast<std::int64_t>(used)));
   }
-  return Iterator(std::make_shared<detail::Prefetcher>(gather_, std::move(plan), transform_));
+  return start();
 }
 
 DataLoader::Iterator::Iterator(std::shared_ptr<detail::Prefetcher> epoch) : epoch_(std::move(epoch)) {

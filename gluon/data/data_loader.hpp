@@ -11,7 +11,7 @@
 //   }
 //
 // Each range-for (each begin()) is one epoch. A background thread prepares its batches, at most
-// two ahead of the loop, in CPU arrays: those of 256 KiB or more sit in pinned memory when a GPU is
+// two (prefetch()) ahead of the loop, in CPU arrays: those of 256 KiB or more sit in pinned memory when a GPU is
 // present, so that copying them to the GPU runs at full speed. Leaving the loop early (break, an
 // exception) stops and joins that thread; an exception thrown while preparing a batch (by the
 // transform, or a corrupt image) is rethrown in the loop, at the batch that failed, with its type.
@@ -25,11 +25,13 @@
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "gluon/data/dataset.hpp"
+#include "gluon/data/sample_random.hpp"
 #include "gluon/data/sampler.hpp"
 
 namespace mx::gluon::data {
@@ -90,6 +92,17 @@ class DataLoader {
   // mx::ValueError unless parts >= 1 and 0 <= index < parts, and for a loader of a batch sampler.
   DataLoader& shard(std::int64_t parts, std::int64_t index);
 
+  // Each batch, once the loop takes it, copied to ctx (data and label) and its data transformed
+  // there by transform (e.g. a vision::transforms::Compose: one op per transform over the whole
+  // batch, each sample drawing with its own key, as on the workers). The loader's threads keep to
+  // cpu(0); the copy and the transform are queued on ctx by the loop's thread. An empty transform
+  // only copies. Returns *this.
+  DataLoader& transform_on(Context ctx, BatchTransform transform = {});
+
+  // Batches prepared ahead of the one the loop holds (default 2, MXNet's prefetch); depth >= 1,
+  // else mx::ValueError.
+  DataLoader& prefetch(std::int64_t depth);
+
   // The number of batches the next epoch gives (Python's len(loader)).
   std::int64_t size() const;
   std::int64_t batch_size() const { return batch_size_; }
@@ -104,16 +117,20 @@ class DataLoader {
 
   void check_options(const std::string& last_batch);  // batch_size_ and last_batch: sets last_batch_
   std::int64_t batches_for(std::int64_t samples) const;
-  std::vector<std::int64_t> next_sample_order();  // 0 .. N-1, shuffled if asked
+  std::uint64_t next_epoch();  // the epoch begin() starts, counted from the last mx::random::seed
+  std::vector<std::int64_t> next_sample_order(std::uint64_t epoch);  // 0 .. N-1, shuffled if asked
 
   std::int64_t num_samples_;
   // The samples at the given indices of the epoch, stacked (the ArrayDataset's rows, or the
-  // Dataset's samples made by the workers).
-  std::function<Batch(std::span<const std::int64_t>)> gather_;
+  // Dataset's samples made by the workers, each under its key: `epoch` with its index).
+  std::function<Batch(std::span<const std::int64_t>, const SampleKey& epoch)> gather_;
   std::int64_t batch_size_;
   bool shuffle_;
   LastBatch last_batch_;
   BatchTransform transform_;
+  std::optional<Context> device_;            // transform_on()
+  BatchTransform device_transform_;
+  std::size_t prefetch_depth_ = 2;
   std::uint64_t seed_generation_;            // mx::random::seed_generation() that epoch_ counts from
   std::uint64_t epoch_ = 0;                  // epochs started since then
   std::vector<std::int64_t> rolled_over_;    // samples carried to the next epoch ("rollover")

@@ -15,8 +15,52 @@ void check_has_sample_axis(const char* which, const nd::NDArray& array) {
   }
 }
 
+// transform_first's dataset: another's samples, fn applied to their data.
+class TransformedDataset : public Dataset {
+ public:
+  TransformedDataset(std::shared_ptr<const Dataset> dataset, std::function<nd::NDArray(const nd::NDArray&)> fn)
+      : dataset_(std::move(dataset)), fn_(std::move(fn)) {
+    if (!dataset_) throw ValueError("transform_first: the dataset is null");
+    if (!fn_) throw ValueError("transform_first: the transform is empty");
+  }
+  std::int64_t size() const override { return dataset_->size(); }
+  Sample get(std::int64_t i) const override {
+    Sample s = dataset_->get(i);
+    s.data = fn_(s.data);
+    return s;
+  }
+
+ private:
+  std::shared_ptr<const Dataset> dataset_;
+  std::function<nd::NDArray(const nd::NDArray&)> fn_;
+};
+
+// An ArrayDataset's rows as samples (on cpu(0)).
+class RowDataset : public Dataset {
+ public:
+  explicit RowDataset(const ArrayDataset& rows)
+      : rows_(rows.data().as_in_context(cpu()), rows.label().as_in_context(cpu())) {}
+  std::int64_t size() const override { return rows_.size(); }
+  Sample get(std::int64_t i) const override {
+    auto [data, label] = rows_[i];
+    return {data, label.ndim() == 0 ? label.reshape({1}) : label};
+  }
+
+ private:
+  ArrayDataset rows_;
+};
 
 }  // namespace
+
+std::shared_ptr<const Dataset> transform_first(std::shared_ptr<const Dataset> dataset,
+                                               std::function<nd::NDArray(const nd::NDArray&)> fn) {
+  return std::make_shared<TransformedDataset>(std::move(dataset), std::move(fn));
+}
+
+std::shared_ptr<const Dataset> transform_first(const ArrayDataset& dataset,
+                                               std::function<nd::NDArray(const nd::NDArray&)> fn) {
+  return transform_first(std::make_shared<RowDataset>(dataset), std::move(fn));
+}
 
 ArrayDataset::ArrayDataset(nd::NDArray data, nd::NDArray label) : data_(std::move(data)), label_(std::move(label)) {
   check_has_sample_axis("data", data_);

@@ -4,6 +4,8 @@
 // base of data sets whose samples are made on demand (the image data sets decode them), as
 // mxnet.gluon.data.Dataset. A DataLoader takes either.
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <utility>
 
 #include "ndarray/core/array.hpp"
@@ -49,5 +51,15 @@ class ArrayDataset {
   nd::NDArray data_;   // (N, ...)
   nd::NDArray label_;  // (N, ...)
 };
+
+// MXNet's dataset.transform_first(fn): a Dataset whose sample i is dataset's with fn applied to
+// its data, when a DataLoader's worker asks for it (the label is kept). fn gets and returns cpu(0)
+// arrays; a vision transform draws with the sample's key (gluon/data/sample_random.hpp). A null
+// dataset or fn is an mx::ValueError.
+std::shared_ptr<const Dataset> transform_first(std::shared_ptr<const Dataset> dataset,
+                                               std::function<nd::NDArray(const nd::NDArray&)> fn);
+// The same over an ArrayDataset's rows: sample i is (fn(data[i]), label[i]).
+std::shared_ptr<const Dataset> transform_first(const ArrayDataset& dataset,
+                                               std::function<nd::NDArray(const nd::NDArray&)> fn);
 
 }  // namespace mx::gluon::data

@@ -186,6 +186,9 @@ std::vector<std::int64_t> AttrReader::tuple(const char* name, const std::vector<
 std::vector<double> AttrReader::real_tuple(const char* name) {
   return read<std::vector<double>>(name, {}, &parse_real_tuple, "a tuple of numbers");
 }
+std::vector<double> AttrReader::real_tuple(const char* name, const std::vector<double>& fallback) {
+  return read<std::vector<double>>(name, fallback, &parse_real_tuple, "a tuple of numbers");
+}
 
 std::string AttrReader::text(const char* name, const std::string& fallback) {
   const std::string* text = find(name);

@@ -53,6 +53,7 @@ class AttrReader {
   std::vector<std::int64_t> tuple(const char* name);
   std::vector<std::int64_t> tuple(const char* name, const std::vector<std::int64_t>& fallback);
   std::vector<double> real_tuple(const char* name);
+  std::vector<double> real_tuple(const char* name, const std::vector<double>& fallback);
   std::string text(const char* name, const std::string& fallback);
   // One of `valid`, the values ndgluon computes (a subset of MXNet's enum).
   std::string choice(const char* name, const char* fallback, std::initializer_list<const char*> valid);

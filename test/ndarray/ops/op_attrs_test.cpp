@@ -164,6 +164,8 @@ std::map<std::string, std::vector<op::Params>> representatives() {
       {"multi_mp_sgd_mom_update", {op::MultiStep{step, 1}}},
       {"multi_all_finite", {op::AllFiniteParams{3}}},
       {"_contrib_BilinearResize2D", {op::BilinearResizeParams{}, op::BilinearResizeParams{5, 7, 1.5, 0.25, false}}},
+      {"_image_crop_resize", {op::CropResizeParams{}, op::CropResizeParams{224, 160, 0, 127.5f}}},
+      {"_image_normalize", {op::NormalizeParams{}, op::NormalizeParams{3, {0.485f, 0.456f, 0.406f, 0}, {0.229f, 0.224f, 0.225f, 1}}}},
   };
   for (const char* name : {"_backward_Convolution_data", "_backward_Convolution_weight",
                            "_backward_Convolution_bias"}) {
