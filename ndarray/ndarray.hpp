@@ -9,6 +9,7 @@
 #include "ndarray/core/describe.hpp"
 #include "ndarray/core/memory.hpp"
 #include "ndarray/core/print.hpp"
+#include "ndarray/core/threads.hpp"
 #include "ndarray/core/xtensor.hpp"  // asxtensor, nd::array from xtensor
 #include "ndarray/dist/collective.hpp"
 #include "ndarray/dist/dist.hpp"

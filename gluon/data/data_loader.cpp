@@ -15,6 +15,7 @@
 
 #include "gluon/data/shuffle.hpp"
 #include "ndarray/core/describe.hpp"
+#include "ndarray/core/threads.hpp"
 #include "ndarray/ops/random.hpp"
 #include "ndarray/profiler/profiler.hpp"
 
@@ -78,6 +79,7 @@ class WorkerPool {
 
  private:
   void work() {
+    const nd::SingleThreadedOps one_thread;  // the workers are the parallelism
     std::uint64_t seen = 0;
     std::unique_lock lock(mutex_);
     for (;;) {

@@ -11,15 +11,21 @@
 //   }
 //
 // Each range-for (each begin()) is one epoch. A background thread prepares its batches, at most
-// two (prefetch()) ahead of the loop, in CPU arrays: those of 256 KiB or more sit in pinned memory when a GPU is
-// present, so that copying them to the GPU runs at full speed. Leaving the loop early (break, an
+// two (prefetch()) ahead of the loop, in CPU arrays: those of 256 KiB or more sit in pinned memory
+// when a GPU is present, so that copying them to the GPU runs at full speed. Leaving the loop early (break, an
 // exception) stops and joins that thread; an exception thrown while preparing a batch (by the
 // transform, or a corrupt image) is rethrown in the loop, at the batch that failed, with its type.
 // A Dataset's samples are made by num_workers threads (decoding and transforming images side by
-// side), then stacked:
+// side, each worker's ops on its own thread: nd::SingleThreadedOps), then stacked:
 //
+//   namespace T = gdata::vision::transforms;
 //   auto images = std::make_shared<gdata::vision::ImageFolderDataset>("train/");
-//   gdata::DataLoader loader(images, 64, true, "keep", resize_to_224, 8, gdata::to_tensor);
+//   gdata::DataLoader loader(images, 64, true, "keep", T::Compose(T::RandomResizedCrop(224), T::ToTensor()), 8);
+//
+// Random transforms draw per sample (gluon/data/sample_random.hpp): the same seed gives the same
+// epoch whatever num_workers, and the same crops and flips when the batch is transformed on a GPU
+// (transform_on). The profiler shows the stages: DataLoader::sample (a worker's get and
+// transform), ::stack, ::transform, ::transform_on, and ::wait (the loop waiting for a batch).
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -42,8 +48,9 @@ struct Batch {
   nd::NDArray label;  // (B, ...)
 };
 
-// Applied to each data batch (B, ...) -> (B, ...) on the loader's thread, e.g. to_tensor. It gets
-// and should return cpu(0) arrays; it must keep the batch axis (else mx::ShapeError).
+// Applied to each data batch (B, ...) -> (B, ...) on the loader's thread, e.g. to_tensor, under the
+// keys of the batch's samples. It gets and should return cpu(0) arrays; it must keep the batch
+// axis (else mx::ShapeError).
 using BatchTransform = std::function<nd::NDArray(const nd::NDArray&)>;
 // Applied to each sample's data on a worker (MXNet's dataset.transform_first), cpu(0) in and out.
 using SampleTransform = std::function<nd::NDArray(const nd::NDArray&)>;

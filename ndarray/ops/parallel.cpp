@@ -69,3 +69,14 @@ int cpu_team() {
 }
 
 }  // namespace mx::op
+
+namespace mx::nd {
+namespace {
+thread_local bool t_single_threaded = false;
+}
+
+SingleThreadedOps::SingleThreadedOps() : previous_(t_single_threaded) { t_single_threaded = true; }
+SingleThreadedOps::~SingleThreadedOps() { t_single_threaded = previous_; }
+bool ops_single_threaded() { return t_single_threaded; }
+
+}  // namespace mx::nd

@@ -10,6 +10,7 @@
 
 #include <omp.h>
 
+#include "ndarray/core/threads.hpp"
 #include "ndarray/ops/cpu_team.hpp"
 
 namespace mx::op {
@@ -22,7 +23,10 @@ inline constexpr std::int64_t kParallelThreshold = 1 << 15;
 // some of them. On a 32-core host, the MLP epoch of tutorials/train_fashion_mnist on cpu(0) took
 // 1.11 s with loops sized by grain and 0.19 s with the whole team of 16 (bench/RESULTS.md, "One
 // thread team").
-inline int threads_for(std::int64_t work) { return work < kParallelThreshold ? 1 : cpu_team(); }
+// A thread under nd::SingleThreadedOps (ndarray/core/threads.hpp) keeps every loop to itself.
+inline int threads_for(std::int64_t work) {
+  return work < kParallelThreshold || nd::ops_single_threaded() ? 1 : cpu_team();
+}
 
 // body(i) for i in [0, n), split statically across threads_for(work) threads (work: default n).
 template <class Body>
@@ -59,7 +63,7 @@ inline constexpr int kCopyThreads = 8;
 
 inline void parallel_memcpy(void* dst, const void* src, std::size_t bytes) {
   constexpr std::size_t kChunk = std::size_t{64} << 10;
-  if (bytes < kParallelCopyBytes) {
+  if (bytes < kParallelCopyBytes || nd::ops_single_threaded()) {
     if (bytes) std::memcpy(dst, src, bytes);
     return;
   }

@@ -10,10 +10,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ndarray/ops/cpu_team.hpp"
 #include "ndarray/ops/parallel.hpp"
+#include <ndarray/ndarray.hpp>
 
 namespace {
 
@@ -101,6 +103,30 @@ BOOST_AUTO_TEST_CASE(small_loops_inline_and_large_ones_on_the_whole_team) {
     });
     BOOST_TEST(most.load() == threads_for(n), n << " elements");
   }
+}
+
+BOOST_AUTO_TEST_CASE(single_threaded_ops_keep_every_loop_on_the_calling_thread) {
+  using mx::op::kParallelThreshold;
+  const std::int64_t n = 64 * kParallelThreshold;
+  BOOST_TEST(!mx::nd::ops_single_threaded());
+  {
+    const mx::nd::SingleThreadedOps outer;
+    {
+      const mx::nd::SingleThreadedOps inner;  // scopes nest
+    }
+    BOOST_TEST(mx::nd::ops_single_threaded());
+    BOOST_TEST(mx::op::threads_for(n) == 1);
+    std::atomic<int> most{0};
+    mx::op::parallel_for(n, [&](std::int64_t) { most = std::max(most.load(), omp_get_num_threads()); });
+    BOOST_TEST(most.load() == 1);
+    // Another thread is not affected.
+    std::thread([&] { BOOST_TEST(mx::op::threads_for(n) == mx::op::cpu_team()); }).join();
+    // An op's loop too: a large sum gives the same value on one thread.
+    const mx::nd::NDArray x = mx::nd::ones({n}, mx::cpu());
+    BOOST_TEST(x.sum().asscalar<double>() == double(n));
+  }
+  BOOST_TEST(!mx::nd::ops_single_threaded());
+  BOOST_TEST(mx::op::threads_for(n) == mx::op::cpu_team());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
