@@ -1,6 +1,8 @@
 """PyTorch on the cases of bench/ndarray_bench.cpp (no argument), bench/gluon_bench.cpp ('gluon'),
 bench/conv_bench.cpp ('conv'), bench/hybridize_bench.cpp ('hybridize'), bench/amp_bench.cpp ('amp')
-or bench/optimizer_bench.cpp ('optim SHAPES_FILE'), on the same GPU: prints 'case seconds-per-op'."""
+bench/optimizer_bench.cpp ('optim SHAPES_FILE') or bench/data_bench.cpp ('data_pipeline FOLDER'), on the
+same GPU: prints 'case seconds-per-op'."""
+import os
 import statistics
 import sys
 import time
@@ -335,8 +337,42 @@ def hybridize():
     print("add_chain_graph", median_seconds(captured(lambda: chain(static_x), [(x, static_x)]), 1000) / adds)
 
 
+def data_pipeline(folder):
+    """torchvision's GPU pipeline over data_bench's JPEG files: the files read and decoded on the GPU
+    in batches of 256 (torchvision.io.decode_jpeg), then RandomResizedCrop(224), a flip, normalisation
+    and bfloat16 per image (transforms.v2). Prints seconds per batch; nothing when torchvision is
+    missing."""
+    import glob
+    import torchvision
+    from torchvision.transforms import v2
+    files = sorted(glob.glob(os.path.join(folder, "images", "*", "*.jpg")))
+    dev = torch.device("cuda:0")
+    augment = v2.Compose([v2.RandomResizedCrop(224, antialias=False), v2.RandomHorizontalFlip(),
+                          v2.ToDtype(torch.float32, scale=True),
+                          v2.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]), v2.ToDtype(torch.bfloat16)])
+    batch = 256
+
+    def one_batch(i):
+        names = files[(i * batch) % (len(files) - batch):][:batch]
+        data = [torchvision.io.read_file(f) for f in names]
+        images = torchvision.io.decode_jpeg(data, device=dev)
+        return torch.stack([augment(im) for im in images])
+
+    for i in range(3):
+        one_batch(i)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    batches = 20
+    for i in range(batches):
+        one_batch(i + 3)
+    torch.cuda.synchronize()
+    print("data_pipeline", (time.perf_counter() - start) / batches)
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "optim":
         optim(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "data_pipeline":
+        data_pipeline(sys.argv[2])
     else:
         {"gluon": gluon, "conv": conv, "hybridize": hybridize, "amp": amp}.get(sys.argv[1] if len(sys.argv) == 2 else "", main)()

@@ -45,10 +45,11 @@ __global__ void normalize_elements(NormalizeParams p, const T* x, T* y, std::int
   for (std::int64_t i = global_thread(); i < n; i += grid_stride()) y[i] = normalize_element(p, x, pixels, c, i);
 }
 
+// A thread per output pixel (n of them), every channel.
 template <class T>
-__global__ void crop_resize_elements(CropGeometry g, const T* x, const std::int32_t* boxes, const std::int32_t* flips,
-                                     T* y, std::int64_t n) {
-  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) y[i] = crop_resize_element(g, x, boxes, flips, i);
+__global__ void crop_resize_pixels(CropGeometry g, const T* x, const std::int32_t* boxes, const std::int32_t* flips,
+                                   T* y, std::int64_t n) {
+  for (std::int64_t p = global_thread(); p < n; p += grid_stride()) crop_resize_pixel(g, x, boxes, flips, p, y + p * g.c);
 }
 
 // Block s: image s's gray mean as its contrast step finds it (0 where it has none).
@@ -156,9 +157,10 @@ void crop_resize(const ExecContext& ec, const Invocation& inv) {
   const CropGeometry g = crop_geometry(inv.params.as<CropResizeParams>(), x.shape());
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    cuda::launch(ec, "_image_crop_resize", y.size(), &crop_resize_elements<T>, g, static_cast<const T*>(x.data()),
+    const std::int64_t pixels = g.c > 0 ? y.size() / g.c : 0;
+    cuda::launch(ec, "_image_crop_resize", pixels, &crop_resize_pixels<T>, g, static_cast<const T*>(x.data()),
                  static_cast<const std::int32_t*>(inv.inputs[1].data()),
-                 static_cast<const std::int32_t*>(inv.inputs[2].data()), static_cast<T*>(y.data()), y.size());
+                 static_cast<const std::int32_t*>(inv.inputs[2].data()), static_cast<T*>(y.data()), pixels);
   });
 }
 

@@ -192,13 +192,15 @@ void crop_resize_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
 void crop_resize_cpu(const ExecContext&, const Invocation& inv) {
   const NDArray &x = inv.inputs[0], &y = inv.outputs[0];
   const CropGeometry g = crop_geometry(crop_params(inv), x.shape());
+  if (g.c == 0) return;
   const auto* boxes = static_cast<const std::int32_t*>(inv.inputs[1].data());
   const auto* flips = static_cast<const std::int32_t*>(inv.inputs[2].data());
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* in = static_cast<const T*>(x.data());
     T* out = static_cast<T*>(y.data());
-    parallel_for(y.size(), [&](std::int64_t i) { out[i] = crop_resize_element(g, in, boxes, flips, i); }, y.size() * 8);
+    parallel_for(y.size() / g.c, [&](std::int64_t p) { crop_resize_pixel(g, in, boxes, flips, p, out + p * g.c); },
+                 y.size() * 8);
   });
 }
 

@@ -165,12 +165,12 @@ NDG_HD CropTap crop_tap(std::int64_t start, std::int64_t extent, std::int64_t ou
   return {start + first, start + second, src - static_cast<float>(first)};
 }
 
+// Output pixel p (all its channels, into out[0, c)) of image n: p = (n * out_h + oy) * out_w + ox.
 template <class T>
-NDG_HD T crop_resize_element(const CropGeometry& g, const T* x, const std::int32_t* boxes, const std::int32_t* flips,
-                             std::int64_t i) {
-  const std::int64_t ch = i % g.c;
-  std::int64_t ox = i / g.c % g.out_w, oy = i / (g.c * g.out_w) % g.out_h;
-  const std::int64_t n = i / (g.c * g.out_w * g.out_h);
+NDG_HD void crop_resize_pixel(const CropGeometry& g, const T* x, const std::int32_t* boxes, const std::int32_t* flips,
+                              std::int64_t p, T* out) {
+  std::int64_t ox = p % g.out_w, oy = p / g.out_w % g.out_h;
+  const std::int64_t n = p / (g.out_w * g.out_h);
   const std::int32_t* box = boxes + 4 * n;
   if (flips[n] & 1) ox = g.out_w - 1 - ox;
   if (flips[n] & 2) oy = g.out_h - 1 - oy;
@@ -178,12 +178,18 @@ NDG_HD T crop_resize_element(const CropGeometry& g, const T* x, const std::int32
   const CropTap tx = crop_tap(box[0], box[2], g.out_w, ox, linear);
   const CropTap ty = crop_tap(box[1], box[3], g.out_h, oy, linear);
   const T* image = x + n * g.in_h * g.in_w * g.c;
-  const auto at = [&](std::int64_t y, std::int64_t xx) {
-    return y < 0 || y >= g.in_h || xx < 0 || xx >= g.in_w ? g.fill : static_cast<float>(image[(y * g.in_w + xx) * g.c + ch]);
+  // The four taps' first values (null: outside the image, reading fill).
+  const auto at = [&](std::int64_t y, std::int64_t xx) -> const T* {
+    return y < 0 || y >= g.in_h || xx < 0 || xx >= g.in_w ? nullptr : image + (y * g.in_w + xx) * g.c;
   };
-  const float top = (1.0f - tx.weight) * at(ty.first, tx.first) + tx.weight * at(ty.first, tx.second);
-  const float bottom = (1.0f - tx.weight) * at(ty.second, tx.first) + tx.weight * at(ty.second, tx.second);
-  return store_pixel<T>((1.0f - ty.weight) * top + ty.weight * bottom);
+  const T *a = at(ty.first, tx.first), *b = at(ty.first, tx.second), *c = at(ty.second, tx.first),
+          *d = at(ty.second, tx.second);
+  for (std::int64_t ch = 0; ch < g.c; ++ch) {
+    const auto v = [&](const T* q) { return q ? static_cast<float>(q[ch]) : g.fill; };
+    const float top = (1.0f - tx.weight) * v(a) + tx.weight * v(b);
+    const float bottom = (1.0f - tx.weight) * v(c) + tx.weight * v(d);
+    out[ch] = store_pixel<T>((1.0f - ty.weight) * top + ty.weight * bottom);
+  }
 }
 
 // _image_adjust_colors: per image, a row of kColorColumns float32 factors: the alphas of
