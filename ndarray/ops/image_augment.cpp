@@ -199,8 +199,19 @@ void crop_resize_cpu(const ExecContext&, const Invocation& inv) {
     using T = decltype(tag);
     const T* in = static_cast<const T*>(x.data());
     T* out = static_cast<T*>(y.data());
-    parallel_for(y.size() / g.c, [&](std::int64_t p) { crop_resize_pixel(g, in, boxes, flips, p, out + p * g.c); },
-                 y.size() * 8);
+    // A row of output pixels at a time: its tap along y once, the taps along x from a table per image.
+    const std::int64_t n = x.shape()[0];
+    parallel_for(n * g.out_h, [&](std::int64_t row) {
+      const std::int64_t s = row / g.out_h;
+      const std::int32_t* box = boxes + 4 * s;
+      thread_local std::vector<CropTap> taps;
+      taps.resize(static_cast<std::size_t>(g.out_w));
+      for (std::int64_t ox = 0; ox < g.out_w; ++ox) taps[static_cast<std::size_t>(ox)] = crop_tap_x(g, box, flips[s], ox);
+      const CropTap ty = crop_tap_y(g, box, flips[s], row % g.out_h);
+      const T* image = in + s * g.in_h * g.in_w * g.c;
+      T* o = out + row * g.out_w * g.c;
+      for (std::int64_t ox = 0; ox < g.out_w; ++ox) blend_taps(g, image, ty, taps[static_cast<std::size_t>(ox)], o + ox * g.c);
+    }, y.size() * 8);
   });
 }
 

@@ -165,31 +165,39 @@ NDG_HD CropTap crop_tap(std::int64_t start, std::int64_t extent, std::int64_t ou
   return {start + first, start + second, src - static_cast<float>(first)};
 }
 
-// Output pixel p (all its channels, into out[0, c)) of image n: p = (n * out_h + oy) * out_w + ox.
+// One output pixel of an image (all its channels, into out[0, c)) from its taps along y and x: the
+// four source pixels blended, those outside the image reading fill.
 template <class T>
-NDG_HD void crop_resize_pixel(const CropGeometry& g, const T* x, const std::int32_t* boxes, const std::int32_t* flips,
-                              std::int64_t p, T* out) {
-  std::int64_t ox = p % g.out_w, oy = p / g.out_w % g.out_h;
-  const std::int64_t n = p / (g.out_w * g.out_h);
-  const std::int32_t* box = boxes + 4 * n;
-  if (flips[n] & 1) ox = g.out_w - 1 - ox;
-  if (flips[n] & 2) oy = g.out_h - 1 - oy;
-  const bool linear = g.interp == 1;
-  const CropTap tx = crop_tap(box[0], box[2], g.out_w, ox, linear);
-  const CropTap ty = crop_tap(box[1], box[3], g.out_h, oy, linear);
-  const T* image = x + n * g.in_h * g.in_w * g.c;
-  // The four taps' first values (null: outside the image, reading fill).
+NDG_HD void blend_taps(const CropGeometry& g, const T* image, const CropTap& ty, const CropTap& tx, T* out) {
   const auto at = [&](std::int64_t y, std::int64_t xx) -> const T* {
     return y < 0 || y >= g.in_h || xx < 0 || xx >= g.in_w ? nullptr : image + (y * g.in_w + xx) * g.c;
   };
   const T *a = at(ty.first, tx.first), *b = at(ty.first, tx.second), *c = at(ty.second, tx.first),
           *d = at(ty.second, tx.second);
+  const float wx = tx.weight, wy = ty.weight;
   for (std::int64_t ch = 0; ch < g.c; ++ch) {
-    const auto v = [&](const T* q) { return q ? static_cast<float>(q[ch]) : g.fill; };
-    const float top = (1.0f - tx.weight) * v(a) + tx.weight * v(b);
-    const float bottom = (1.0f - tx.weight) * v(c) + tx.weight * v(d);
-    out[ch] = store_pixel<T>((1.0f - ty.weight) * top + ty.weight * bottom);
+    const float va = a ? static_cast<float>(a[ch]) : g.fill, vb = b ? static_cast<float>(b[ch]) : g.fill;
+    const float vc = c ? static_cast<float>(c[ch]) : g.fill, vd = d ? static_cast<float>(d[ch]) : g.fill;
+    const float top = (1.0f - wx) * va + wx * vb, bottom = (1.0f - wx) * vc + wx * vd;
+    out[ch] = store_pixel<T>((1.0f - wy) * top + wy * bottom);
   }
+}
+
+// The tap along y of output row oy of image n, and along x of output column ox (flips applied).
+NDG_HD CropTap crop_tap_y(const CropGeometry& g, const std::int32_t* box, std::int32_t flip, std::int64_t oy) {
+  return crop_tap(box[1], box[3], g.out_h, (flip & 2) ? g.out_h - 1 - oy : oy, g.interp == 1);
+}
+NDG_HD CropTap crop_tap_x(const CropGeometry& g, const std::int32_t* box, std::int32_t flip, std::int64_t ox) {
+  return crop_tap(box[0], box[2], g.out_w, (flip & 1) ? g.out_w - 1 - ox : ox, g.interp == 1);
+}
+
+// Output pixel p of the batch, p = (n * out_h + oy) * out_w + ox (a GPU thread's work).
+template <class T>
+NDG_HD void crop_resize_pixel(const CropGeometry& g, const T* x, const std::int32_t* boxes, const std::int32_t* flips,
+                              std::int64_t p, T* out) {
+  const std::int64_t ox = p % g.out_w, oy = p / g.out_w % g.out_h, n = p / (g.out_w * g.out_h);
+  const std::int32_t* box = boxes + 4 * n;
+  blend_taps(g, x + n * g.in_h * g.in_w * g.c, crop_tap_y(g, box, flips[n], oy), crop_tap_x(g, box, flips[n], ox), out);
 }
 
 // _image_adjust_colors: per image, a row of kColorColumns float32 factors: the alphas of

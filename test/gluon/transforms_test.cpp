@@ -206,6 +206,17 @@ BOOST_AUTO_TEST_CASE(a_batch_gives_what_its_samples_give_one_at_a_time) {
       BOOST_TEST(one.shape() == (mx::Shape{3, 24, 24}));
       BOOST_TEST(ndg_test::values(one) == ndg_test::values(batch[s]), boost::test_tools::per_element());
     }
+    // Compose runs a crop and the flip after it as one op: the same values as one after the other.
+    const T::RandomResizedCrop crop(24);
+    const T::RandomFlipLeftRight flip;
+    std::vector<gdata::SampleKey> k0, k1;
+    for (const gdata::SampleKey& k : keys) {
+      k0.push_back(gdata::sub_key(k, 0));
+      k1.push_back(gdata::sub_key(k, 1));
+    }
+    BOOST_TEST(ndg_test::values(T::Compose(crop, flip).forward(images, keys)) ==
+                   ndg_test::values(flip.forward(crop.forward(images, k0), k1)),
+               boost::test_tools::per_element());
     // Another epoch draws otherwise.
     BOOST_TEST(ndg_test::values(augment.forward(images, keys_for(n, 4))) != ndg_test::values(batch));
   });

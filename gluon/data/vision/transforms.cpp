@@ -52,24 +52,32 @@ double checked_probability(const char* name, double p) {
   return p;
 }
 
-// Each image's box (x0, y0, width, height) and flip bits, for _image_crop_resize.
-struct Geometry {
-  std::vector<std::int32_t> boxes, flips;
-  explicit Geometry(std::size_t n) : boxes(4 * n), flips(n, 0) {}
-  void box(std::size_t i, std::int64_t x0, std::int64_t y0, std::int64_t w, std::int64_t h) {
-    boxes[4 * i] = static_cast<std::int32_t>(x0);
-    boxes[4 * i + 1] = static_cast<std::int32_t>(y0);
-    boxes[4 * i + 2] = static_cast<std::int32_t>(w);
-    boxes[4 * i + 3] = static_cast<std::int32_t>(h);
-  }
-};
+using detail::CropPlan;
 
-NDArray crop(const NDArray& batch, const Geometry& g, std::int64_t out_w, std::int64_t out_h, int interpolation,
-             double fill = 0) {
-  const std::int64_t n = batch.shape()[0];
+// A plan of n images, each box unset and unflipped, for an output of width x height.
+CropPlan make_plan(std::size_t n, std::int64_t width, std::int64_t height, int interpolation, double fill = 0) {
+  CropPlan p;
+  p.boxes.assign(4 * n, 0);
+  p.flips.assign(n, 0);
+  p.width = width;
+  p.height = height;
+  p.interpolation = interpolation;
+  p.fill = fill;
+  return p;
+}
+
+void set_box(CropPlan& p, std::size_t i, std::int64_t x0, std::int64_t y0, std::int64_t w, std::int64_t h) {
+  p.boxes[4 * i] = static_cast<std::int32_t>(x0);
+  p.boxes[4 * i + 1] = static_cast<std::int32_t>(y0);
+  p.boxes[4 * i + 2] = static_cast<std::int32_t>(w);
+  p.boxes[4 * i + 3] = static_cast<std::int32_t>(h);
+}
+
+NDArray run_plan(const NDArray& batch, const CropPlan& p) {
+  const auto n = static_cast<std::int64_t>(p.flips.size());
   const Context ctx = batch.context();
-  return nd::image::crop_resize(batch, nd::array(g.boxes, {n, 4}, ctx), nd::array(g.flips, {n}, ctx), out_h, out_w,
-                                interpolation, fill);
+  return nd::image::crop_resize(batch, nd::array(p.boxes, {n, 4}, ctx), nd::array(p.flips, {n}, ctx), p.height,
+                                p.width, p.interpolation, p.fill);
 }
 
 // mx.image.scale_down: size shrunk, aspect kept, to fit in (src_w, src_h).
@@ -87,9 +95,9 @@ std::pair<std::int64_t, std::int64_t> scale_down(std::int64_t src_w, std::int64_
 }
 
 // The centred box of mx.image.center_crop in a w x h image.
-void center_box(Geometry& g, std::size_t i, std::int64_t w, std::int64_t h, Size size) {
+void center_box(CropPlan& p, std::size_t i, std::int64_t w, std::int64_t h, Size size) {
   const auto [cw, ch] = scale_down(w, h, size);
-  g.box(i, (w - cw) / 2, (h - ch) / 2, cw, ch);
+  set_box(p, i, (w - cw) / 2, (h - ch) / 2, cw, ch);
 }
 
 // One image's colour steps: a row of _image_adjust_colors' factors.
@@ -142,18 +150,32 @@ NDArray Transform::operator()(const NDArray& x) const {
   return out.reshape({o[1], o[2], o[3]});
 }
 
+bool Transform::plan(const NDArray&, std::span<const SampleKey>, CropPlan&) const { return false; }
+bool Transform::add_flips(std::span<const SampleKey>, CropPlan&) const { return false; }
+
 Compose::Compose(std::vector<TransformPtr> transforms) : steps_(std::move(transforms)) {
   for (const TransformPtr& t : steps_) {
     if (!t) throw ValueError("Compose: a transform is null");
   }
 }
 
+// A geometric step and the flips right after it run as one crop_resize: the flips mirror the
+// crop's output, which is what setting the plan's flip bits does.
 NDArray Compose::forward(const NDArray& batch, std::span<const SampleKey> keys) const {
   NDArray x = batch;
-  std::vector<SampleKey> step_keys(keys.size());
+  const auto keys_of = [&](std::size_t s) {
+    std::vector<SampleKey> k(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) k[i] = sub_key(keys[i], s);
+    return k;
+  };
   for (std::size_t s = 0; s < steps_.size(); ++s) {
-    for (std::size_t i = 0; i < keys.size(); ++i) step_keys[i] = sub_key(keys[i], s);
-    x = steps_[s]->forward(x, step_keys);
+    CropPlan p;
+    if (x.ndim() == 4 && steps_[s]->plan(x, keys_of(s), p)) {
+      while (s + 1 < steps_.size() && steps_[s + 1]->add_flips(keys_of(s + 1), p)) ++s;
+      x = run_plan(x, p);
+    } else {
+      x = steps_[s]->forward(x, keys_of(s));
+    }
   }
   return x;
 }
@@ -190,6 +212,12 @@ Resize::Resize(Size size, bool keep_ratio, int interpolation)
 }
 
 NDArray Resize::forward(const NDArray& batch, std::span<const SampleKey> keys) const {
+  CropPlan p;
+  plan(batch, keys, p);
+  return run_plan(batch, p);
+}
+
+bool Resize::plan(const NDArray& batch, std::span<const SampleKey> keys, CropPlan& p) const {
   check_images(*this, batch, keys);
   const std::int64_t h = batch.shape()[1], w = batch.shape()[2];
   std::int64_t out_w = size_.width, out_h = size_.height;
@@ -200,9 +228,9 @@ NDArray Resize::forward(const NDArray& batch, std::span<const SampleKey> keys) c
       out_w = std::max<std::int64_t>(1, w * size_.height / h);
     }
   }
-  Geometry g(keys.size());
-  for (std::size_t i = 0; i < keys.size(); ++i) g.box(i, 0, 0, w, h);
-  return crop(batch, g, out_w, out_h, interpolation_);
+  p = make_plan(keys.size(), out_w, out_h, interpolation_);
+  for (std::size_t i = 0; i < keys.size(); ++i) set_box(p, i, 0, 0, w, h);
+  return true;
 }
 
 CenterCrop::CenterCrop(Size size, int interpolation) : size_(checked_size("CenterCrop", size)), interpolation_(interpolation) {
@@ -210,10 +238,16 @@ CenterCrop::CenterCrop(Size size, int interpolation) : size_(checked_size("Cente
 }
 
 NDArray CenterCrop::forward(const NDArray& batch, std::span<const SampleKey> keys) const {
+  CropPlan p;
+  plan(batch, keys, p);
+  return run_plan(batch, p);
+}
+
+bool CenterCrop::plan(const NDArray& batch, std::span<const SampleKey> keys, CropPlan& p) const {
   check_images(*this, batch, keys);
-  Geometry g(keys.size());
-  for (std::size_t i = 0; i < keys.size(); ++i) center_box(g, i, batch.shape()[2], batch.shape()[1], size_);
-  return crop(batch, g, size_.width, size_.height, interpolation_);
+  p = make_plan(keys.size(), size_.width, size_.height, interpolation_);
+  for (std::size_t i = 0; i < keys.size(); ++i) center_box(p, i, batch.shape()[2], batch.shape()[1], size_);
+  return true;
 }
 
 RandomResizedCrop::RandomResizedCrop(Size size, std::pair<double, double> scale, std::pair<double, double> ratio,
@@ -231,11 +265,17 @@ RandomResizedCrop::RandomResizedCrop(Size size, std::pair<double, double> scale,
 }
 
 NDArray RandomResizedCrop::forward(const NDArray& batch, std::span<const SampleKey> keys) const {
+  CropPlan p;
+  plan(batch, keys, p);
+  return run_plan(batch, p);
+}
+
+bool RandomResizedCrop::plan(const NDArray& batch, std::span<const SampleKey> keys, CropPlan& p) const {
   check_images(*this, batch, keys);
   const std::int64_t h = batch.shape()[1], w = batch.shape()[2];
   const double area = static_cast<double>(h * w);
   const double log_low = std::log(ratio_.first), log_high = std::log(ratio_.second);
-  Geometry g(keys.size());
+  p = make_plan(keys.size(), size_.width, size_.height, interpolation_);
   for (std::size_t i = 0; i < keys.size(); ++i) {
     SampleRng rng(keys[i]);
     bool found = false;
@@ -246,13 +286,13 @@ NDArray RandomResizedCrop::forward(const NDArray& batch, std::span<const SampleK
       const auto ch = static_cast<std::int64_t>(std::lround(std::sqrt(target / aspect)));
       if (cw >= 1 && ch >= 1 && cw <= w && ch <= h) {
         const std::int64_t x0 = rng.integer(0, w - cw), y0 = rng.integer(0, h - ch);
-        g.box(i, x0, y0, cw, ch);
+        set_box(p, i, x0, y0, cw, ch);
         found = true;
       }
     }
-    if (!found) center_box(g, i, w, h, size_);
+    if (!found) center_box(p, i, w, h, size_);
   }
-  return crop(batch, g, size_.width, size_.height, interpolation_);
+  return true;
 }
 
 RandomCrop::RandomCrop(Size size, std::int64_t pad, double pad_value, int interpolation)
@@ -262,37 +302,57 @@ RandomCrop::RandomCrop(Size size, std::int64_t pad, double pad_value, int interp
 }
 
 NDArray RandomCrop::forward(const NDArray& batch, std::span<const SampleKey> keys) const {
+  CropPlan p;
+  plan(batch, keys, p);
+  return run_plan(batch, p);
+}
+
+bool RandomCrop::plan(const NDArray& batch, std::span<const SampleKey> keys, CropPlan& p) const {
   check_images(*this, batch, keys);
   const std::int64_t pw = batch.shape()[2] + 2 * pad_, ph = batch.shape()[1] + 2 * pad_;
-  Geometry g(keys.size());
+  p = make_plan(keys.size(), size_.width, size_.height, interpolation_, pad_value_);
   for (std::size_t i = 0; i < keys.size(); ++i) {
     SampleRng rng(keys[i]);
     const auto [cw, ch] = pw >= size_.width && ph >= size_.height ? std::pair{size_.width, size_.height}
                                                                    : scale_down(pw, ph, size_);
-    g.box(i, rng.integer(0, pw - cw) - pad_, rng.integer(0, ph - ch) - pad_, cw, ch);
+    set_box(p, i, rng.integer(0, pw - cw) - pad_, rng.integer(0, ph - ch) - pad_, cw, ch);
   }
-  return crop(batch, g, size_.width, size_.height, interpolation_, pad_value_);
+  return true;
 }
 
 namespace {
 
-// Mirrors each image where its draw says so (bit: 1 left-right, 2 top-bottom); the batch itself
-// when none is.
-NDArray random_flip(const Transform& t, const NDArray& batch, std::span<const SampleKey> keys, double p,
-                    std::int32_t bit) {
-  check_images(t, batch, keys);
-  const std::int64_t h = batch.shape()[1], w = batch.shape()[2];
-  Geometry g(keys.size());
+// Sets `bit` in the flips of the images whose draw says so; whether any was.
+bool draw_flips(std::span<const SampleKey> keys, double p, std::int32_t bit, std::vector<std::int32_t>& flips) {
   bool any = false;
   for (std::size_t i = 0; i < keys.size(); ++i) {
     SampleRng rng(keys[i]);
-    g.box(i, 0, 0, w, h);
     if (rng.bernoulli(p)) {
-      g.flips[i] = bit;
+      flips[i] ^= bit;
       any = true;
     }
   }
-  return any ? crop(batch, g, w, h, 0) : batch;
+  return any;
+}
+
+// A flip alone: the whole image, mirrored where drawn (nearest: each pixel copied).
+bool flip_plan(const Transform& t, const NDArray& batch, std::span<const SampleKey> keys, double p, std::int32_t bit,
+               CropPlan& plan) {
+  check_images(t, batch, keys);
+  const std::int64_t h = batch.shape()[1], w = batch.shape()[2];
+  plan = make_plan(keys.size(), w, h, 0);
+  for (std::size_t i = 0; i < keys.size(); ++i) set_box(plan, i, 0, 0, w, h);
+  draw_flips(keys, p, bit, plan.flips);
+  return true;
+}
+
+// The batch itself when no image is mirrored.
+NDArray flip_forward(const Transform& t, const NDArray& batch, std::span<const SampleKey> keys, double p,
+                     std::int32_t bit) {
+  CropPlan plan;
+  flip_plan(t, batch, keys, p, bit, plan);
+  const bool any = std::any_of(plan.flips.begin(), plan.flips.end(), [](std::int32_t f) { return f != 0; });
+  return any ? run_plan(batch, plan) : batch;
 }
 
 }  // namespace
@@ -300,13 +360,31 @@ NDArray random_flip(const Transform& t, const NDArray& batch, std::span<const Sa
 RandomFlipLeftRight::RandomFlipLeftRight(double p) : p_(checked_probability("RandomFlipLeftRight", p)) {}
 
 NDArray RandomFlipLeftRight::forward(const NDArray& batch, std::span<const SampleKey> keys) const {
-  return random_flip(*this, batch, keys, p_, 1);
+  return flip_forward(*this, batch, keys, p_, 1);
+}
+
+bool RandomFlipLeftRight::plan(const NDArray& batch, std::span<const SampleKey> keys, CropPlan& plan) const {
+  return flip_plan(*this, batch, keys, p_, 1, plan);
+}
+
+bool RandomFlipLeftRight::add_flips(std::span<const SampleKey> keys, CropPlan& plan) const {
+  draw_flips(keys, p_, 1, plan.flips);
+  return true;
 }
 
 RandomFlipTopBottom::RandomFlipTopBottom(double p) : p_(checked_probability("RandomFlipTopBottom", p)) {}
 
 NDArray RandomFlipTopBottom::forward(const NDArray& batch, std::span<const SampleKey> keys) const {
-  return random_flip(*this, batch, keys, p_, 2);
+  return flip_forward(*this, batch, keys, p_, 2);
+}
+
+bool RandomFlipTopBottom::plan(const NDArray& batch, std::span<const SampleKey> keys, CropPlan& plan) const {
+  return flip_plan(*this, batch, keys, p_, 2, plan);
+}
+
+bool RandomFlipTopBottom::add_flips(std::span<const SampleKey> keys, CropPlan& plan) const {
+  draw_flips(keys, p_, 2, plan.flips);
+  return true;
 }
 
 RandomBrightness::RandomBrightness(double brightness)

@@ -33,6 +33,17 @@
 
 namespace mx::gluon::data::vision::transforms {
 
+namespace detail {
+// The crops, pads, resizes and flips of a batch as one nd::image::crop_resize: per image a box
+// (x0, y0, width, height) and flip bits, and the output's size, interpolation and fill.
+struct CropPlan {
+  std::vector<std::int32_t> boxes, flips;
+  std::int64_t width = 0, height = 0;
+  int interpolation = 1;
+  double fill = 0;
+};
+}  // namespace detail
+
 class Transform {
  public:
   virtual ~Transform() = default;
@@ -42,6 +53,14 @@ class Transform {
   // A batch (n, ...) with one key per sample.
   virtual nd::NDArray forward(const nd::NDArray& batch, std::span<const SampleKey> keys) const = 0;
   virtual const char* name() const = 0;  // MXNet's class name, for errors
+
+ protected:
+  friend class Compose;
+  // The geometric transforms describe their work as a plan, so that Compose runs a crop and the
+  // flips after it as one op (the same values as one after the other): plan() fills it (true) for
+  // a batch of images; add_flips() adds a flip's bits to the plan of the transform before it.
+  virtual bool plan(const nd::NDArray& batch, std::span<const SampleKey> keys, detail::CropPlan& plan) const;
+  virtual bool add_flips(std::span<const SampleKey> keys, detail::CropPlan& plan) const;
 };
 
 using TransformPtr = std::shared_ptr<const Transform>;
@@ -110,6 +129,9 @@ class Resize : public Transform {
   nd::NDArray forward(const nd::NDArray& batch, std::span<const SampleKey> keys) const override;
   const char* name() const override { return "Resize"; }
 
+ protected:
+  bool plan(const nd::NDArray& batch, std::span<const SampleKey> keys, detail::CropPlan& plan) const override;
+
  private:
   Size size_;
   bool keep_ratio_;
@@ -124,6 +146,9 @@ class CenterCrop : public Transform {
   nd::NDArray forward(const nd::NDArray& batch, std::span<const SampleKey> keys) const override;
   const char* name() const override { return "CenterCrop"; }
 
+ protected:
+  bool plan(const nd::NDArray& batch, std::span<const SampleKey> keys, detail::CropPlan& plan) const override;
+
  private:
   Size size_;
   int interpolation_;
@@ -137,6 +162,9 @@ class RandomResizedCrop : public Transform {
                              std::pair<double, double> ratio = {3.0 / 4.0, 4.0 / 3.0}, int interpolation = 1);
   nd::NDArray forward(const nd::NDArray& batch, std::span<const SampleKey> keys) const override;
   const char* name() const override { return "RandomResizedCrop"; }
+
+ protected:
+  bool plan(const nd::NDArray& batch, std::span<const SampleKey> keys, detail::CropPlan& plan) const override;
 
  private:
   Size size_;
@@ -153,6 +181,9 @@ class RandomCrop : public Transform {
   nd::NDArray forward(const nd::NDArray& batch, std::span<const SampleKey> keys) const override;
   const char* name() const override { return "RandomCrop"; }
 
+ protected:
+  bool plan(const nd::NDArray& batch, std::span<const SampleKey> keys, detail::CropPlan& plan) const override;
+
  private:
   Size size_;
   std::int64_t pad_;
@@ -167,6 +198,10 @@ class RandomFlipLeftRight : public Transform {
   nd::NDArray forward(const nd::NDArray& batch, std::span<const SampleKey> keys) const override;
   const char* name() const override { return "RandomFlipLeftRight"; }
 
+ protected:
+  bool plan(const nd::NDArray& batch, std::span<const SampleKey> keys, detail::CropPlan& plan) const override;
+  bool add_flips(std::span<const SampleKey> keys, detail::CropPlan& plan) const override;
+
  private:
   double p_;
 };
@@ -176,6 +211,10 @@ class RandomFlipTopBottom : public Transform {
   explicit RandomFlipTopBottom(double p = 0.5);
   nd::NDArray forward(const nd::NDArray& batch, std::span<const SampleKey> keys) const override;
   const char* name() const override { return "RandomFlipTopBottom"; }
+
+ protected:
+  bool plan(const nd::NDArray& batch, std::span<const SampleKey> keys, detail::CropPlan& plan) const override;
+  bool add_flips(std::span<const SampleKey> keys, detail::CropPlan& plan) const override;
 
  private:
   double p_;
