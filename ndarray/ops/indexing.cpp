@@ -30,27 +30,9 @@ void fill_output(const Invocation& inv, std::size_t output, Element&& element) {
   parallel_for(inv.outputs[output].size(), [&](std::int64_t i) { out[i] = element(i); });
 }
 
-// fn(T{}, I{}) with T the dtype of inv's input `data` and I that of input `index` (int32 when that
-// input is absent: the kernels then get a null pointer).
-template <class Fn>
-void dispatch_data_index(const Invocation& inv, std::size_t data, std::size_t index, Fn&& fn) {
-  const NDArray& idx = inv.inputs[index];
-  dispatch_dtype(inv.inputs[data].dtype(), [&](auto data_tag) {
-    dispatch_dtype(idx.is_none() ? DType::int32 : idx.dtype(), [&](auto index_tag) { fn(data_tag, index_tag); });
-  });
-}
-
-template <class T>
-const T* input_of(const Invocation& inv, std::size_t i) {
-  return inv.inputs[i].is_none() ? nullptr : static_cast<const T*>(inv.inputs[i].data());
-}
-
 // --- take, _backward_take and Embedding --------------------------------------------------------------
 
-// take: inputs (a, indices); Embedding: inputs (data, weight), the weight's rows taken.
 bool is_embedding(const Invocation& inv);
-std::size_t taken_input(const Invocation& inv) { return is_embedding(inv) ? 1 : 0; }
-std::size_t index_input(const Invocation& inv) { return is_embedding(inv) ? 0 : 1; }
 
 void take_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   const NDArray &a = inv.inputs[0], &indices = inv.inputs[1];
@@ -98,20 +80,16 @@ void check_raise(const Invocation& inv, const I* index, std::int64_t count, std:
   }
 }
 
-bool wraps(const Invocation& inv) {
-  return !is_embedding(inv) && inv.params.as<TakeParams>().mode == TakeMode::wrap;
-}
-
 void take_cpu(const ExecContext&, const Invocation& inv) {
   const TakeShape s = take_shape(inv);
-  const bool wrap = wraps(inv);
-  dispatch_data_index(inv, taken_input(inv), index_input(inv), [&](auto data_tag, auto index_tag) {
+  const TakeOperands in = take_operands(inv);
+  dispatch_data_index(inv, in.data, in.index, [&](auto data_tag, auto index_tag) {
     using T = decltype(data_tag);
     using I = decltype(index_tag);
-    const T* data = input_of<T>(inv, taken_input(inv));
-    const I* index = input_of<I>(inv, index_input(inv));
+    const T* data = input_of<T>(inv, in.data);
+    const I* index = input_of<I>(inv, in.index);
     if (!is_embedding(inv) && inv.params.as<TakeParams>().mode == TakeMode::raise) check_raise(inv, index, s.count, s.length);
-    fill_output<T>(inv, 0, [&](std::int64_t i) { return take_element(data, index, s, wrap, i); });
+    fill_output<T>(inv, 0, [&](std::int64_t i) { return take_element(data, index, s, in.wrap, i); });
   });
 }
 
@@ -584,6 +562,12 @@ TakeShape take_shape(const Invocation& inv) {
   const Shape& data = backward ? inv.outputs[0].shape() : inv.inputs[0].shape();
   const ReduceShape s = around_axis(data, normalize_axis(inv.op->name, inv.params.as<TakeParams>().axis, data));
   return {s.outer, s.length, s.inner, inv.inputs[1].size()};
+}
+
+// take: inputs (a, indices); Embedding: inputs (data, weight), the weight's rows taken, clipped.
+TakeOperands take_operands(const Invocation& inv) {
+  if (is_embedding(inv)) return {1, 0, false};
+  return {0, 1, inv.params.as<TakeParams>().mode == TakeMode::wrap};
 }
 
 // where's condition is its input 0, _backward_where's input 1.

@@ -147,9 +147,33 @@ NDG_HD T sequence_last_gradient_element(const T* grad, const I* lengths, Sequenc
   return s.time_of(i) == sequence_last_step(lengths, b, s.steps) ? grad[b * s.rest + i % s.rest] : T(0);
 }
 
+// fn(T{}, I{}) with T the dtype of inv's input `data` and I that of input `index` (int32 when that
+// input is absent: the kernels then get a null pointer): the dispatch of the CPU loops and the
+// launches.
+template <class Fn>
+void dispatch_data_index(const Invocation& inv, std::size_t data, std::size_t index, Fn&& fn) {
+  const nd::NDArray& idx = inv.inputs[index];
+  dispatch_dtype(inv.inputs[data].dtype(), [&](auto data_tag) {
+    dispatch_dtype(idx.is_none() ? DType::int32 : idx.dtype(), [&](auto index_tag) { fn(data_tag, index_tag); });
+  });
+}
+
+// Input i's elements, or null for an absent input.
+template <class T>
+const T* input_of(const Invocation& inv, std::size_t i) {
+  return inv.inputs[i].is_none() ? nullptr : static_cast<const T*>(inv.inputs[i].data());
+}
+
 // The shapes the kernels need, from an invocation of the op (shared by the CPU loops and the
 // launches).
 TakeShape take_shape(const Invocation& inv);
+// Which of take's (or Embedding's) inputs is the data and which the indices, and whether indices
+// wrap (else they are clipped; raise mode checks them first on cpu(0)).
+struct TakeOperands {
+  std::size_t data = 0, index = 1;
+  bool wrap = false;
+};
+TakeOperands take_operands(const Invocation& inv);
 WhereShape where_shape(const Invocation& inv);
 SequenceShape sequence_shape(const Invocation& inv);
 
