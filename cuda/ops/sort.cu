@@ -88,42 +88,54 @@ void sort_segments(const ExecContext& ec, const char* op, const K* keys, K* keys
 
 }  // namespace
 
-void sort(const ExecContext& ec, const Invocation& inv) {
+namespace {
+
+// The sort of inv's rows with keys K (float for 16-bit data T) and indices I: keys, positions and
+// offsets gathered, the segments sorted, the outputs written. The scratch: keys in and out,
+// positions in and out, offsets, then CUB's storage.
+template <class T, class K, class I>
+void sort_rows(const ExecContext& ec, const Invocation& inv, SortShape s, std::int64_t rows, std::int64_t n) {
   const auto& p = inv.params.as<SortParams>();
-  const SortShape s = sort_shape(inv);
   const SortOutputs o = sort_outputs(p);
+  const auto output = [&](int i) { return i < 0 ? nullptr : inv.outputs[static_cast<std::size_t>(i)].data(); };
+  const std::size_t key_bytes = aligned(static_cast<std::size_t>(n) * sizeof(K));
+  const std::size_t position_bytes = aligned(static_cast<std::size_t>(n) * sizeof(std::int32_t));
+  const std::size_t offset_bytes = aligned(static_cast<std::size_t>(rows + 1) * sizeof(std::int64_t));
+  std::size_t temp_bytes = 0;
+  sort_segments<K>(ec, inv.op->name, nullptr, nullptr, nullptr, nullptr, n, rows, nullptr, p.is_ascend, nullptr,
+                   temp_bytes);
+  const Workspace ws(ec, 2 * key_bytes + 2 * position_bytes + offset_bytes + temp_bytes);
+  char* at = ws.as<char>();
+  K* keys = reinterpret_cast<K*>(at);
+  K* keys_out = reinterpret_cast<K*>(at + key_bytes);
+  auto* positions = reinterpret_cast<std::int32_t*>(at + 2 * key_bytes);
+  auto* order = reinterpret_cast<std::int32_t*>(at + 2 * key_bytes + position_bytes);
+  auto* offsets = reinterpret_cast<std::int64_t*>(at + 2 * key_bytes + 2 * position_bytes);
+  void* temp = at + 2 * key_bytes + 2 * position_bytes + offset_bytes;
+  const T* data = static_cast<const T*>(inv.inputs[0].data());
+  cuda::launch(ec, inv.op->name, n, &gather_rows<T, K>, keys, positions, offsets, data, s, n);
+  sort_segments<K>(ec, inv.op->name, keys, keys_out, positions, order, n, rows, offsets, p.is_ascend, temp, temp_bytes);
+  cuda::launch(ec, inv.op->name, n, &write_sorted<T, I>, static_cast<T*>(output(o.values)),
+               static_cast<I*>(output(o.indices)), static_cast<T*>(output(o.mask)), data, order, s, n);
+}
+
+}  // namespace
+
+void sort(const ExecContext& ec, const Invocation& inv) {
+  const SortShape s = sort_shape(inv);
+  const SortOutputs o = sort_outputs(inv.params.as<SortParams>());
   const std::int64_t rows = s.outer * s.inner, n = rows * s.length;
   if (n == 0) return;
-  if (s.length > std::numeric_limits<std::int32_t>::max() || n > std::numeric_limits<std::int32_t>::max()) {
+  if (n > std::numeric_limits<std::int32_t>::max()) {
     throw ValueError(std::string(inv.op->name) + ": sorting " + std::to_string(n) +
                      " elements on a GPU needs fewer than 2^31 (data " + nd::describe(inv.inputs[0]) + ")");
   }
-  const auto output = [&](int i) { return i < 0 ? nullptr : inv.outputs[static_cast<std::size_t>(i)].data(); };
   dispatch_dtype(inv.inputs[0].dtype(), [&](auto data_tag) {
     dispatch_dtype(o.indices >= 0 ? inv.outputs[static_cast<std::size_t>(o.indices)].dtype() : DType::int64, [&](auto index_tag) {
       using T = decltype(data_tag);
       using I = decltype(index_tag);
-      using K = ComputeType<T>;
-      // Keys in and out, positions in and out, offsets, then CUB's storage.
-      const std::size_t key_bytes = aligned(static_cast<std::size_t>(n) * sizeof(K));
-      const std::size_t position_bytes = aligned(static_cast<std::size_t>(n) * sizeof(std::int32_t));
-      const std::size_t offset_bytes = aligned(static_cast<std::size_t>(rows + 1) * sizeof(std::int64_t));
-      std::size_t temp_bytes = 0;
-      sort_segments<K>(ec, inv.op->name, nullptr, nullptr, nullptr, nullptr, n, rows, nullptr, p.is_ascend, nullptr,
-                       temp_bytes);
-      const Workspace ws(ec, 2 * key_bytes + 2 * position_bytes + offset_bytes + temp_bytes);
-      char* at = ws.as<char>();
-      K* keys = reinterpret_cast<K*>(at);
-      K* keys_out = reinterpret_cast<K*>(at + key_bytes);
-      auto* positions = reinterpret_cast<std::int32_t*>(at + 2 * key_bytes);
-      auto* order = reinterpret_cast<std::int32_t*>(at + 2 * key_bytes + position_bytes);
-      auto* offsets = reinterpret_cast<std::int64_t*>(at + 2 * key_bytes + 2 * position_bytes);
-      void* temp = at + 2 * key_bytes + 2 * position_bytes + offset_bytes;
-      const T* data = static_cast<const T*>(inv.inputs[0].data());
-      cuda::launch(ec, inv.op->name, n, &gather_rows<T, K>, keys, positions, offsets, data, s, n);
-      sort_segments<K>(ec, inv.op->name, keys, keys_out, positions, order, n, rows, offsets, p.is_ascend, temp, temp_bytes);
-      cuda::launch(ec, inv.op->name, n, &write_sorted<T, I>, static_cast<T*>(output(o.values)),
-                   static_cast<I*>(output(o.indices)), static_cast<T*>(output(o.mask)), data, order, s, n);
+      if constexpr (is_half_v<T>) sort_rows<T, float, I>(ec, inv, s, rows, n);
+      else sort_rows<T, T, I>(ec, inv, s, rows, n);
     });
   });
 }
