@@ -53,39 +53,6 @@ struct ClipGradientAt {
   __device__ T operator()(std::int64_t i) const { return clip_gradient_element(g[i], x[i], lo, hi); }
 };
 
-template <class T, class I>
-struct SequenceMaskAt {
-  const T* data;
-  const I* lengths;
-  SequenceShape s;
-  T value;
-  __device__ T operator()(std::int64_t i) const { return sequence_mask_element(data, lengths, s, value, i); }
-};
-
-template <class T, class I>
-struct SequenceReverseAt {
-  const T* data;
-  const I* lengths;
-  SequenceShape s;
-  __device__ T operator()(std::int64_t i) const { return sequence_reverse_element(data, lengths, s, i); }
-};
-
-template <class T, class I>
-struct SequenceLastAt {
-  const T* data;
-  const I* lengths;
-  SequenceShape s;
-  __device__ T operator()(std::int64_t i) const { return sequence_last_element(data, lengths, s, i); }
-};
-
-template <class T, class I>
-struct SequenceLastGradientAt {
-  const T* grad;
-  const I* lengths;
-  SequenceShape s;
-  __device__ T operator()(std::int64_t i) const { return sequence_last_gradient_element(grad, lengths, s, i); }
-};
-
 // dx[o, position(index[j]), in] += g[o, j, in] for each element of g (outer, count, inner), in A
 // (the gradient's own float or double, or float32 for 16-bit gradients): repeated indices add up
 // through the atomics.
@@ -186,41 +153,20 @@ void clip_backward(const ExecContext& ec, const Invocation& inv) {
   });
 }
 
-void sequence_mask(const ExecContext& ec, const Invocation& inv) {
-  const SequenceShape s = sequence_shape(inv);
-  const double value = inv.params.as<SequenceParams>().value;
-  dispatch_data_index(inv, 0, 1, [&](auto data_tag, auto length_tag) {
-    using T = decltype(data_tag);
-    using I = decltype(length_tag);
-    generate<T>(ec, inv, SequenceMaskAt<T, I>{input_of<T>(inv, 0), input_of<I>(inv, 1), s, static_cast<T>(value)});
-  });
+namespace {
+
+template <template <class, class> class At>
+void sequence_launch(const ExecContext& ec, const Invocation& inv) {
+  dispatch_sequence<At>(inv, [&](const auto& at) { generate<decltype(at(0))>(ec, inv, at); });
 }
 
-void sequence_reverse(const ExecContext& ec, const Invocation& inv) {
-  const SequenceShape s = sequence_shape(inv);
-  dispatch_data_index(inv, 0, 1, [&](auto data_tag, auto length_tag) {
-    using T = decltype(data_tag);
-    using I = decltype(length_tag);
-    generate<T>(ec, inv, SequenceReverseAt<T, I>{input_of<T>(inv, 0), input_of<I>(inv, 1), s});
-  });
-}
+}  // namespace
 
-void sequence_last(const ExecContext& ec, const Invocation& inv) {
-  const SequenceShape s = sequence_shape(inv);
-  dispatch_data_index(inv, 0, 1, [&](auto data_tag, auto length_tag) {
-    using T = decltype(data_tag);
-    using I = decltype(length_tag);
-    generate<T>(ec, inv, SequenceLastAt<T, I>{input_of<T>(inv, 0), input_of<I>(inv, 1), s});
-  });
-}
-
+void sequence_mask(const ExecContext& ec, const Invocation& inv) { sequence_launch<SequenceMaskAt>(ec, inv); }
+void sequence_reverse(const ExecContext& ec, const Invocation& inv) { sequence_launch<SequenceReverseAt>(ec, inv); }
+void sequence_last(const ExecContext& ec, const Invocation& inv) { sequence_launch<SequenceLastAt>(ec, inv); }
 void sequence_last_backward(const ExecContext& ec, const Invocation& inv) {
-  const SequenceShape s = sequence_shape(inv);
-  dispatch_data_index(inv, 0, 1, [&](auto data_tag, auto length_tag) {
-    using T = decltype(data_tag);
-    using I = decltype(length_tag);
-    generate<T>(ec, inv, SequenceLastGradientAt<T, I>{input_of<T>(inv, 0), input_of<I>(inv, 1), s});
-  });
+  sequence_launch<SequenceLastGradientAt>(ec, inv);
 }
 
 }  // namespace mx::op::gpu

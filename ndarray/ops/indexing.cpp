@@ -6,7 +6,6 @@
 #include "ndarray/ops/indexing.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -203,10 +202,7 @@ Params embedding_parse(const AttrList& attrs) {
   if (p.input_dim < 1) a.fail("input_dim", "must be at least 1");
   p.output_dim = a.integer("output_dim");
   if (p.output_dim < 1) a.fail("output_dim", "must be at least 1");
-  const std::string dtype = a.text("dtype", "float32");
-  const std::optional<DType> parsed = parse_dtype(dtype);
-  if (!parsed) a.fail("dtype", "is not a dtype ndgluon has");
-  p.dtype = *parsed;
+  p.dtype = a.dtype("dtype", DType::float32);
   p.sparse_grad = a.boolean("sparse_grad", false);
   a.finish();
   return p;
@@ -390,49 +386,10 @@ void sequence_last_backward_infer(const Invocation& inv, std::vector<OutputSpec>
   out = {{Shape(dims), inv.inputs[0].dtype()}};
 }
 
-void sequence_mask_cpu(const ExecContext&, const Invocation& inv) {
-  const SequenceShape s = sequence_shape(inv);
-  dispatch_data_index(inv, 0, 1, [&](auto data_tag, auto length_tag) {
-    using T = decltype(data_tag);
-    using I = decltype(length_tag);
-    const T* x = input_of<T>(inv, 0);
-    const I* lengths = input_of<I>(inv, 1);
-    const T value = static_cast<T>(inv.params.as<SequenceParams>().value);
-    fill_output<T>(inv, 0, [&](std::int64_t i) { return sequence_mask_element(x, lengths, s, value, i); });
-  });
-}
-
-void sequence_reverse_cpu(const ExecContext&, const Invocation& inv) {
-  const SequenceShape s = sequence_shape(inv);
-  dispatch_data_index(inv, 0, 1, [&](auto data_tag, auto length_tag) {
-    using T = decltype(data_tag);
-    using I = decltype(length_tag);
-    const T* x = input_of<T>(inv, 0);
-    const I* lengths = input_of<I>(inv, 1);
-    fill_output<T>(inv, 0, [&](std::int64_t i) { return sequence_reverse_element(x, lengths, s, i); });
-  });
-}
-
-void sequence_last_cpu(const ExecContext&, const Invocation& inv) {
-  const SequenceShape s = sequence_shape(inv);
-  dispatch_data_index(inv, 0, 1, [&](auto data_tag, auto length_tag) {
-    using T = decltype(data_tag);
-    using I = decltype(length_tag);
-    const T* x = input_of<T>(inv, 0);
-    const I* lengths = input_of<I>(inv, 1);
-    fill_output<T>(inv, 0, [&](std::int64_t i) { return sequence_last_element(x, lengths, s, i); });
-  });
-}
-
-void sequence_last_backward_cpu(const ExecContext&, const Invocation& inv) {
-  const SequenceShape s = sequence_shape(inv);
-  dispatch_data_index(inv, 0, 1, [&](auto data_tag, auto length_tag) {
-    using T = decltype(data_tag);
-    using I = decltype(length_tag);
-    const T* g = input_of<T>(inv, 0);
-    const I* lengths = input_of<I>(inv, 1);
-    fill_output<T>(inv, 0, [&](std::int64_t i) { return sequence_last_gradient_element(g, lengths, s, i); });
-  });
+// The four sequence loops: out[i] = At's element i.
+template <template <class, class> class At>
+void sequence_cpu(const ExecContext&, const Invocation& inv) {
+  dispatch_sequence<At>(inv, [&](const auto& at) { fill_output<decltype(at(0))>(inv, 0, at); });
 }
 
 std::vector<std::pair<std::string, std::string>> sequence_attrs(const Params& params) {
@@ -476,7 +433,7 @@ std::vector<NDArray> sequence_reverse_gradient(const Invocation& inv, const std:
 }
 
 const OpDef& sequence_last_backward_def() {
-  static const OpDef def{"_backward_SequenceLast", &sequence_last_backward_infer, &sequence_last_backward_cpu,
+  static const OpDef def{"_backward_SequenceLast", &sequence_last_backward_infer, &sequence_cpu<SequenceLastGradientAt>,
                          NDG_GPU_KERNEL(gpu::sequence_last_backward)};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
@@ -525,21 +482,21 @@ OpDef sequence_op_def(const char* name, InferFn infer, KernelFn cpu, KernelFn gp
   return def;
 }
 const OpDef& sequence_mask_def() {
-  static const OpDef def = sequence_op_def("SequenceMask", &sequence_infer, &sequence_mask_cpu,
+  static const OpDef def = sequence_op_def("SequenceMask", &sequence_infer, &sequence_cpu<SequenceMaskAt>,
                                            NDG_GPU_KERNEL(gpu::sequence_mask), &sequence_mask_gradient,
                                            &sequence_mask_attrs, &sequence_mask_parse);
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
 const OpDef& sequence_last_def() {
-  static const OpDef def = sequence_op_def("SequenceLast", &sequence_last_infer, &sequence_last_cpu,
+  static const OpDef def = sequence_op_def("SequenceLast", &sequence_last_infer, &sequence_cpu<SequenceLastAt>,
                                            NDG_GPU_KERNEL(gpu::sequence_last), &sequence_last_gradient, &sequence_attrs,
                                            &sequence_last_parse);
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
 const OpDef& sequence_reverse_def() {
-  static const OpDef def = sequence_op_def("SequenceReverse", &sequence_infer, &sequence_reverse_cpu,
+  static const OpDef def = sequence_op_def("SequenceReverse", &sequence_infer, &sequence_cpu<SequenceReverseAt>,
                                            NDG_GPU_KERNEL(gpu::sequence_reverse), &sequence_reverse_gradient,
                                            &sequence_attrs, &sequence_reverse_parse);
   [[maybe_unused]] static const OpDef& registered = register_op(def);

@@ -164,6 +164,46 @@ const T* input_of(const Invocation& inv, std::size_t i) {
   return inv.inputs[i].is_none() ? nullptr : static_cast<const T*>(inv.inputs[i].data());
 }
 
+// The sequence ops' elements as functors of the output index, for the CPU loops and the kernels
+// alike: data (or the output gradient) and the lengths (null: every step) of a sequence op.
+template <class T, class I>
+struct SequenceOperands {
+  const T* data;
+  const I* lengths;
+  SequenceShape s;
+  T value;  // SequenceMask's
+};
+template <class T, class I>
+struct SequenceMaskAt : SequenceOperands<T, I> {
+  NDG_HD T operator()(std::int64_t i) const { return sequence_mask_element(this->data, this->lengths, this->s, this->value, i); }
+};
+template <class T, class I>
+struct SequenceReverseAt : SequenceOperands<T, I> {
+  NDG_HD T operator()(std::int64_t i) const { return sequence_reverse_element(this->data, this->lengths, this->s, i); }
+};
+template <class T, class I>
+struct SequenceLastAt : SequenceOperands<T, I> {
+  NDG_HD T operator()(std::int64_t i) const { return sequence_last_element(this->data, this->lengths, this->s, i); }
+};
+template <class T, class I>
+struct SequenceLastGradientAt : SequenceOperands<T, I> {
+  NDG_HD T operator()(std::int64_t i) const { return sequence_last_gradient_element(this->data, this->lengths, this->s, i); }
+};
+
+SequenceShape sequence_shape(const Invocation& inv);
+
+// run(At<T, I>{...}) for a sequence op's invocation: T its data's dtype, I its lengths'.
+template <template <class, class> class At, class Run>
+void dispatch_sequence(const Invocation& inv, Run&& run) {
+  const SequenceShape s = sequence_shape(inv);
+  const double value = inv.params.as<SequenceParams>().value;
+  dispatch_data_index(inv, 0, 1, [&](auto data_tag, auto length_tag) {
+    using T = decltype(data_tag);
+    using I = decltype(length_tag);
+    run(At<T, I>{{input_of<T>(inv, 0), input_of<I>(inv, 1), s, static_cast<T>(value)}});
+  });
+}
+
 // The shapes the kernels need, from an invocation of the op (shared by the CPU loops and the
 // launches).
 TakeShape take_shape(const Invocation& inv);
@@ -175,7 +215,6 @@ struct TakeOperands {
 };
 TakeOperands take_operands(const Invocation& inv);
 WhereShape where_shape(const Invocation& inv);
-SequenceShape sequence_shape(const Invocation& inv);
 
 namespace gpu {
 void take(const ExecContext& ec, const Invocation& inv);

@@ -227,12 +227,7 @@ Params sort_parse(const AttrList& attrs) {
     p.k = 0;
     p.ret = kKind == SortKind::sort ? TopkReturn::value : TopkReturn::indices;
   }
-  if (kKind != SortKind::sort) {
-    const std::string dtype = a.text("dtype", "float32");
-    const std::optional<DType> parsed = parse_dtype(dtype);
-    if (!parsed) a.fail("dtype", "is not a dtype ndgluon has");
-    p.dtype = *parsed;
-  }
+  if (kKind != SortKind::sort) p.dtype = a.dtype("dtype", DType::float32);
   a.finish();
   return p;
 }
