@@ -146,7 +146,8 @@ void take_backward_cpu(const ExecContext&, const Invocation& inv) {
 }
 
 const OpDef& take_backward_def() {
-  static const OpDef def{"_backward_take", &take_backward_infer, &take_backward_cpu, NDG_GPU_KERNEL(gpu::take_backward)};
+  static const OpDef def{"_backward_take", &take_backward_infer, &take_backward_cpu, NDG_GPU_KERNEL(gpu::take_backward),
+                         nullptr};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
@@ -259,7 +260,7 @@ void where_backward_cpu(const ExecContext&, const Invocation& inv) {
 
 const OpDef& where_backward_def() {
   static const OpDef def{"_backward_where", &where_backward_infer, &where_backward_cpu,
-                         NDG_GPU_KERNEL(gpu::where_backward)};
+                         NDG_GPU_KERNEL(gpu::where_backward), nullptr};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
@@ -434,7 +435,7 @@ std::vector<NDArray> sequence_reverse_gradient(const Invocation& inv, const std:
 
 const OpDef& sequence_last_backward_def() {
   static const OpDef def{"_backward_SequenceLast", &sequence_last_backward_infer, &sequence_cpu<SequenceLastGradientAt>,
-                         NDG_GPU_KERNEL(gpu::sequence_last_backward)};
+                         NDG_GPU_KERNEL(gpu::sequence_last_backward), nullptr};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
@@ -544,7 +545,7 @@ SequenceShape sequence_shape(const Invocation& inv) {
   s.batch_first = batch_first;
   s.steps = data[batch_first ? 1 : 0];
   s.batch = data[batch_first ? 0 : 1];
-  s.rest = s.steps * s.batch ? data.numel() / (s.steps * s.batch) : 1;
+  s.rest = s.steps > 0 && s.batch > 0 ? data.numel() / (s.steps * s.batch) : 1;
   return s;
 }
 

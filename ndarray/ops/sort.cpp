@@ -170,7 +170,8 @@ void sort_backward_cpu(const ExecContext&, const Invocation& inv) {
 }
 
 const OpDef& sort_backward_def() {
-  static const OpDef def{"_backward_topk", &sort_backward_infer, &sort_backward_cpu, NDG_GPU_KERNEL(gpu::sort_backward)};
+  static const OpDef def{"_backward_topk", &sort_backward_infer, &sort_backward_cpu, NDG_GPU_KERNEL(gpu::sort_backward),
+                         nullptr};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
