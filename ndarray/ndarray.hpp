@@ -17,13 +17,16 @@
 #include "ndarray/ops/creation.hpp"
 #include "ndarray/ops/elementwise.hpp"
 #include "ndarray/ops/image.hpp"
+#include "ndarray/ops/indexing.hpp"
 #include "ndarray/ops/linalg.hpp"
 #include "ndarray/ops/manipulation.hpp"
 #include "ndarray/ops/nn.hpp"
 #include "ndarray/ops/optimizer.hpp"
 #include "ndarray/ops/random.hpp"
 #include "ndarray/ops/reduce.hpp"
+#include "ndarray/ops/shape_ops.hpp"
 #include "ndarray/ops/softmax.hpp"
+#include "ndarray/ops/sort.hpp"
 #include "ndarray/profiler/profiler.hpp"
 
 namespace mx::nd {

@@ -15,7 +15,7 @@ const std::vector<const char*> kLowPrecision = {"FullyConnected", "Convolution",
 const std::vector<const char*> kFloat32 = {"softmax", "log_softmax", "SoftmaxOutput", "exp", "log", "sum"};
 const std::vector<const char*> kWidest = {"add",   "subtract", "multiply",      "divide", "power",
                                           "maximum", "minimum", "equal",       "not_equal", "greater",
-                                          "greater_equal", "less", "less_equal", "Concat"};
+                                          "greater_equal", "less", "less_equal", "Concat", "stack", "where"};
 
 bool listed(const std::vector<const char*>& names, const char* name) {
   for (const char* n : names) {

@@ -208,6 +208,13 @@ bool wanted_early(const Node& leaf) {
 // With offer_leaf_buffers, gradient functions may compute a "write" leaf's gradient straight into
 // its buffer (op::gradient_into); on_leaf then gets that buffer itself, and `written` gets the leaf
 // as soon as the gradient function has queued it there (op::gradient_written), when it does.
+// Note [gradients of several outputs]
+// An op of several outputs (SliceChannel, topk with ret_typ="both", BatchNorm's hidden mean and
+// invstd) is recorded as one node for the invocation and one per output (Node::output), each
+// output array pointing at its own. Propagation passes through an output's node into a slot of
+// the invocation's node, one slot per output, so that the op's gradient gets one gradient per
+// output (a none array for an output that no gradient reached), as MXNet's FGradient gets
+// ograds; the invocation's node is then reached with a non-none gradient when any slot is.
 template <class OnLeaf>
 void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const nd::NDArray& head_grad,
                bool offer_leaf_buffers, const OnLeaf& on_leaf, const std::function<void(Node&)>& written = {}) {
@@ -217,6 +224,7 @@ void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const
   // Not while a graph is traced: a traced gradient must not write into buffers outside the graph.
   const auto offers = offer_leaf_buffers && !op::trace_sink() ? leaf_buffer_offers(order)
                                                               : std::unordered_map<Node*, std::vector<nd::NDArray>>{};
+  std::unordered_map<Node*, std::vector<nd::NDArray>> output_grads;  // per op of several outputs
   for (Node* node : order) {
     const auto it = grads.find(node);
     if (it == grads.end()) continue;
@@ -224,6 +232,16 @@ void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const
     grads.erase(it);
     if (node->leaf) {
       on_leaf(*node, grad);
+      continue;
+    }
+    if (node->output >= 0) {  // one output of an op of several: its slot
+      Node* op_node = node->inputs.at(0).get();
+      const auto j = static_cast<std::size_t>(node->output);
+      std::vector<nd::NDArray>& slots = output_grads[op_node];
+      if (slots.size() <= j) slots.resize(op_node->invocation ? op_node->invocation->outputs.size() : j + 1);
+      if (!grad.is_none()) slots[j] = slots[j].is_none() ? grad : slots[j] + grad;
+      nd::NDArray& reached = grads[op_node];
+      if (reached.is_none()) reached = slots[j];
       continue;
     }
     std::vector<nd::NDArray> input_grads;
@@ -246,7 +264,9 @@ void propagate(const std::shared_ptr<Node>& root, const nd::NDArray& head, const
                                           offer == offers.end() ? std::vector<nd::NDArray>{} : offer->second,
                                           offer == offers.end() ? std::function<void(std::size_t)>{} : on_written,
                                           std::move(early));
-        input_grads = op.gradient(*node->invocation, {grad});
+        const auto slots = output_grads.find(node);
+        input_grads = op.gradient(*node->invocation, slots == output_grads.end() ? std::vector<nd::NDArray>{grad}
+                                                                                  : std::move(slots->second));
       }
     } else {
       const std::string label = profiler::is_running() ? std::string("gradient of ") + node->op : std::string();

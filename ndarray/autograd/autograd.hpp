@@ -35,6 +35,10 @@ struct Node {
   std::vector<std::shared_ptr<Node>> inputs;
   std::shared_ptr<const op::Invocation> invocation;
   std::function<std::vector<nd::NDArray>(const nd::NDArray& grad)> backward;
+  // An output of an op of several outputs (SliceChannel, topk's values and indices): the node of
+  // output `output` of inputs[0]'s invocation, which collects that output's gradient (Note
+  // [gradients of several outputs]). -1 for every other node.
+  int output = -1;
   // Leaves (attach_grad): the gradient buffer and whether gradients add up ("add") or overwrite.
   bool leaf = false;
   bool accumulate = false;

@@ -208,6 +208,10 @@ std::string AttrReader::choice(const char* name, const char* fallback, std::init
 DType AttrReader::dtype(const char* name) {
   return read<DType>(name, {}, &parse_dtype, "a dtype of ndgluon (float32, float64, float16, bfloat16, int32, int64, uint8)");
 }
+DType AttrReader::dtype(const char* name, DType fallback) {
+  return read<DType>(name, fallback, &parse_dtype,
+                     "a dtype of ndgluon (float32, float64, float16, bfloat16, int32, int64, uint8)");
+}
 
 bool AttrReader::is_none(const char* name) { return is_none_text(find(name)); }
 

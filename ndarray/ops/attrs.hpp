@@ -58,6 +58,7 @@ class AttrReader {
   // One of `valid`, the values ndgluon computes (a subset of MXNet's enum).
   std::string choice(const char* name, const char* fallback, std::initializer_list<const char*> valid);
   DType dtype(const char* name);
+  DType dtype(const char* name, DType fallback);
   // Whether the attribute is given as "None".
   bool is_none(const char* name);
   // Attributes accepted whatever their text: those that do not change the result.

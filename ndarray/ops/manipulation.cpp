@@ -35,24 +35,6 @@ struct SliceAxisParams {
   std::int64_t begin = 0, end = 0;  // negative counts from the end
 };
 
-// Bytes of one element times the product of extents from `axis` on.
-std::size_t row_bytes(const NDArray& x, int axis) {
-  std::int64_t n = 1;
-  for (int d = axis; d < x.ndim(); ++d) n *= x.shape()[d];
-  return static_cast<std::size_t>(n) * dtype_size(x.dtype());
-}
-
-std::size_t outer_count(const Shape& shape, int axis) {
-  std::int64_t n = 1;
-  for (int d = 0; d < axis; ++d) n *= shape[d];
-  return static_cast<std::size_t>(n);
-}
-
-void copy_rows(const ExecContext& ec, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
-               std::size_t width, std::size_t height) {
-  if (width > 0 && height > 0) backend(ec.ctx).copy_2d(ec.ctx, dst, dst_pitch, src, src_pitch, width, height);
-}
-
 void concat_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   const NDArray& first = inv.inputs[0];
   const int axis = inv.params.as<AxisParams>().axis;
@@ -353,6 +335,24 @@ const OpDef& pick_def() {
     (concat_def(), slice_axis_def(), cast_def(), pick_def(), pick_backward_def(), true);
 
 }  // namespace
+
+// Bytes of one element times the product of extents from `axis` on.
+std::size_t row_bytes(const NDArray& x, int axis) {
+  std::int64_t n = 1;
+  for (int d = axis; d < x.ndim(); ++d) n *= x.shape()[d];
+  return static_cast<std::size_t>(n) * dtype_size(x.dtype());
+}
+
+std::size_t outer_count(const Shape& shape, int axis) {
+  std::int64_t n = 1;
+  for (int d = 0; d < axis; ++d) n *= shape[d];
+  return static_cast<std::size_t>(n);
+}
+
+void copy_rows(const ExecContext& ec, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+               std::size_t width, std::size_t height) {
+  if (width > 0 && height > 0) backend(ec.ctx).copy_2d(ec.ctx, dst, dst_pitch, src, src_pitch, width, height);
+}
 
 // The data's shape is pick's first input, and _backward_pick's output.
 ReduceShape pick_shape(const Invocation& inv) {

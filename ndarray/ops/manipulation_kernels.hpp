@@ -70,6 +70,15 @@ NDG_HD T pick_backward_element(const T* grad, const I* index, ReduceShape s, boo
   return pick_position(index[at], s.length, wrap) == k ? grad[at] : T(0);
 }
 
+// Concat's and slice_axis's copies of rows, which stack and split share (ndarray/ops/shape_ops.cpp):
+// the bytes of one element times the product of x's extents from `axis` on; the product of the
+// extents before `axis`; and a 2-D copy of `height` rows of `width` bytes within ec's context
+// (nothing for an empty one).
+std::size_t row_bytes(const nd::NDArray& x, int axis);
+std::size_t outer_count(const Shape& shape, int axis);
+void copy_rows(const ExecContext& ec, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+               std::size_t width, std::size_t height);
+
 // The data as (outer, length, inner) lines along pick's axis, from either op's invocation.
 ReduceShape pick_shape(const Invocation& inv);
 

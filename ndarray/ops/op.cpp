@@ -113,7 +113,19 @@ void record(Invocation&& recorded, std::vector<nd::NDArray>& outputs) {
   }
   for (nd::NDArray& y : inv->outputs) y = y.detach();
   node->invocation = std::move(inv);
-  for (nd::NDArray& y : outputs) autograd::NodeAccess::set(y, node);
+  if (outputs.size() == 1) {
+    autograd::NodeAccess::set(outputs[0], std::move(node));
+    return;
+  }
+  // Several outputs: each its own node, so that each gradient reaches its own slot (Note
+  // [gradients of several outputs] in ndarray/autograd/autograd.cpp).
+  for (std::size_t j = 0; j < outputs.size(); ++j) {
+    auto output = std::make_shared<autograd::Node>();
+    output->op = node->op;
+    output->inputs = {node};
+    output->output = static_cast<int>(j);
+    autograd::NodeAccess::set(outputs[j], std::move(output));
+  }
 }
 
 }  // namespace
@@ -183,6 +195,8 @@ const std::vector<Spelling>& spellings() {
         {"Reshape", "Reshape"},       {"Reshape", "reshape"},
         {"Concat", "Concat"},         {"Concat", "concat"},
         {"Cast", "Cast"},             {"Cast", "cast"},
+        {"SliceChannel", "SliceChannel"}, {"SliceChannel", "split"},
+        {"reverse", "reverse"},       {"reverse", "flip"},
         {"sum", "sum"},               {"sum", "sum_axis"},
         {"max", "max"},               {"max", "max_axis"},
         {"min", "min"},               {"min", "min_axis"},

@@ -29,12 +29,6 @@ void flatten_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   out = {{Shape{batch, batch ? x.size() / batch : 0}, x.dtype()}};
 }
 
-// Both devices: a copy within the context.
-void copy_kernel(const ExecContext& ec, const Invocation& inv) {
-  const NDArray &x = inv.inputs[0], &y = inv.outputs[0];
-  if (y.size() > 0) backend(ec.ctx).copy(ec.ctx, y.data(), x.data(), static_cast<std::size_t>(y.size()) * dtype_size(y.dtype()));
-}
-
 // broadcast_to's output shape: the attribute's, 0 taking the input's extent.
 Shape broadcast_target(const ReshapeParams& p, const Shape& in) {
   std::vector<std::int64_t> dims(p.shape, p.shape + p.ndim);
@@ -122,6 +116,11 @@ Params reshape_parse(const AttrList& attrs) {
 
 }  // namespace
 
+void reshape_copy_kernel(const ExecContext& ec, const Invocation& inv) {
+  const NDArray &x = inv.inputs[0], &y = inv.outputs[0];
+  if (y.size() > 0) backend(ec.ctx).copy(ec.ctx, y.data(), x.data(), static_cast<std::size_t>(y.size()) * dtype_size(y.dtype()));
+}
+
 ReshapeParams ReshapeParams::of(const Shape& shape) {
   if (shape.ndim() > kMaxDims) {
     throw ValueError("Reshape: at most " + std::to_string(kMaxDims) + " axes, got " + shape.tuple_str());
@@ -167,14 +166,14 @@ Shape reshaped(const char* op, const ReshapeParams& p, const Shape& in) {
 }
 
 const OpDef& reshape_op() {
-  static const OpDef def{"Reshape", &reshape_infer, &copy_kernel, NDG_GPU_KERNEL(copy_kernel), &reshape_gradient,
+  static const OpDef def{"Reshape", &reshape_infer, &reshape_copy_kernel, NDG_GPU_KERNEL(reshape_copy_kernel), &reshape_gradient,
                          &reshape_attrs, &reshape_parse};
   static const OpDef& reg = register_op(def);
   return reg;
 }
 
 const OpDef& flatten_op() {
-  static const OpDef def{"Flatten", &flatten_infer, &copy_kernel, NDG_GPU_KERNEL(copy_kernel), &reshape_gradient};
+  static const OpDef def{"Flatten", &flatten_infer, &reshape_copy_kernel, NDG_GPU_KERNEL(reshape_copy_kernel), &reshape_gradient};
   static const OpDef& reg = register_op(def);
   return reg;
 }

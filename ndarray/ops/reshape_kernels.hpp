@@ -17,6 +17,10 @@ struct ReshapeParams {
 // The output shape of Reshape with p on input `in`; mx::ShapeError / ValueError naming op.
 Shape reshaped(const char* op, const ReshapeParams& p, const Shape& in);
 
+// The kernel of every device of the ops that only copy input 0 into output 0 in a new shape
+// (Reshape, Flatten, squeeze, expand_dims): a copy within the context.
+void reshape_copy_kernel(const ExecContext& ec, const Invocation& inv);
+
 const OpDef& reshape_op();
 const OpDef& flatten_op();
 // MXNet's broadcast_to: attribute shape (ReshapeParams; 0 keeps the input's extent) of the input's

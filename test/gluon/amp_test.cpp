@@ -157,6 +157,9 @@ BOOST_AUTO_TEST_CASE(autocast_follows_mxnets_lists) {
         BOOST_TEST(nd::sum(y).dtype() == DType::float32);
         BOOST_TEST((y + b.reshape({1, 4})).dtype() == DType::float32);  // widest
         BOOST_TEST((y + y).dtype() == low);
+        BOOST_TEST(nd::stack({y, nd::ones({2, 4}, ctx)}).dtype() == DType::float32);  // widest, as MXNet's lists
+        BOOST_TEST(nd::where(y, y, y).dtype() == low);
+        BOOST_TEST(nd::where(y, y, nd::ones({2, 4}, ctx)).dtype() == DType::float32);
         BOOST_TEST((y + x.astype(DType::float64).sum()).dtype() == DType::float64);
         {
           auto off = mx::amp::autocast(std::nullopt);  // nested: off, then back on

@@ -229,6 +229,40 @@ BOOST_AUTO_TEST_CASE(export_and_imports_on_every_context) {
   });
 }
 
+// The indexing, shape and sort ops in a hybridized block: the replay gives the eager values, the
+// export names MXNet's ops (SliceChannel for split, reverse for flip, SequenceMask without its
+// absent sequence_length input), and the import computes the same.
+BOOST_AUTO_TEST_CASE(indexing_shape_and_sort_ops_export_and_import) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const ndg_test::TempDir dir;
+    nn::Sequential net;
+    net.add(nn::Dense(6), nn::HybridLambda([](const nd::NDArray& y) {  // y (4, 6)
+              const std::vector<nd::NDArray> parts = nd::split(nd::clip(y, -0.5, 0.5), 3, 1);  // 3 x (4, 2)
+              const nd::NDArray s = nd::SequenceReverse(nd::stack({parts[0], parts[2]}, 0));  // (2, 4, 2)
+              const nd::NDArray last = nd::SequenceLast(nd::SequenceMask(s, {}, false, 0.0));  // (4, 2)
+              const nd::NDArray top = nd::topk(nd::repeat(last, 3, 1) + y, -1, 2, "value");  // (4, 2)
+              const nd::NDArray w = nd::where(top, top, nd::flip(top, {1}));
+              const nd::NDArray taken = nd::take(w, nd::argsort(last, -1, true, mx::DType::int32), 1);  // (4, 4, 2)
+              return nd::concat({nd::squeeze(nd::expand_dims(w, 1), {1}), nd::sort(taken.reshape({4, 8}))}, 1);
+            }));
+    net.initialize(mx::init::Xavier(), ctx);
+    const nd::NDArray x = random_array({4, 5}, ctx, 61);
+    const nd::NDArray eager = net(x);
+    BOOST_TEST(eager.shape() == (mx::Shape{4, 10}));
+    net.hybridize();
+    check_close(net(x), eager.asvector<double>(), 0, 0);
+    net.export_model(dir.file("ops"));
+    const std::string json = ndg_test::read_bytes(dir.file("ops-symbol.json"));
+    for (const char* op : {"clip", "SliceChannel", "stack", "SequenceReverse", "SequenceMask", "SequenceLast", "repeat",
+                           "topk", "where", "reverse", "take", "argsort", "expand_dims", "squeeze", "sort"}) {
+      BOOST_TEST_CONTEXT(op) { BOOST_TEST(json.find("\"op\": \"" + std::string(op) + "\"") != std::string::npos); }
+    }
+    BOOST_TEST(json.find("\"num_outputs\": \"3\"") != std::string::npos);
+    nn::SymbolBlock imported = nn::SymbolBlock::imports(dir.file("ops-symbol.json"), {"data"}, dir.file("ops-0000.params"), ctx);
+    check_close(imported(x), eager.asvector<double>(), 1e-6, 1e-6);
+  });
+}
+
 // JSON as MXNet 1.x writes it (attrs, hints in __shape__, node_row_ptr, a version), for
 // relu(x · w0ᵀ + b0) · w1ᵀ + b1, with MXNet's extra attributes.
 BOOST_AUTO_TEST_CASE(imports_json_written_by_mxnet) {

@@ -364,6 +364,52 @@ std::vector<OpCase> shape_cases() {
   };
 }
 
+// The indexing, shape and sort ops: indices, lengths and conditions are constants (they get no
+// gradient); sorted inputs are continuous draws, so ties have probability 0.
+std::vector<OpCase> indexing_shape_sort_cases() {
+  const auto ints = [](const nd::NDArray& like, std::initializer_list<nd::Scalar> v) {
+    return nd::array(v, like.context(), DType::int32);
+  };
+  return {
+      {"take rows (4, 3) with repeats and a clipped index", {{{4, 3}}},
+       [](const auto& v) { return nd::take(v[0], nd::array({3, 0, 3, 9}, v[0].context())); }},
+      {"take axis 1 of (2, 3, 2), wrap", {{{2, 3, 2}}},
+       [ints](const auto& v) { return nd::take(v[0], ints(v[0], {-1, 1, 2, 2}), 1, "wrap"); }},
+      {"Embedding (5, 3) with repeated ids", {{{5, 3}}},
+       [](const auto& v) { return nd::Embedding(nd::array({{1, 4}, {1, 0}}, v[0].context()), v[0], 5, 3); }},
+      {"where (3, 2)", {{{3, 2}}, {{3, 2}}},
+       [](const auto& v) { return nd::where(nd::array({{1, 0}, {0, 2}, {1, 1}}, v[0].context()), v[0], v[1]); }},
+      {"where by rows", {{{3, 2}}, {{3, 2}}},
+       [](const auto& v) { return nd::where(nd::array({0, 1, 0}, v[0].context()), v[0] * v[1], v[1]); }},
+      {"clip (3, 4) to [-1, 0.5]", {{{3, 4}}}, [](const auto& v) { return nd::clip(v[0], -1, 0.5) * v[0]; }},
+      {"SequenceMask (3, 2, 2) with lengths", {{{3, 2, 2}}},
+       [](const auto& v) { return nd::SequenceMask(v[0], nd::array({2, 1}, v[0].context()), true, 5); }},
+      {"SequenceMask (2, 3, 2) batch first", {{{2, 3, 2}}},
+       [](const auto& v) { return nd::SequenceMask(v[0], nd::array({3, 1}, v[0].context()), true, 0, 1) * v[0]; }},
+      {"SequenceLast (3, 2, 2) with lengths", {{{3, 2, 2}}},
+       [ints](const auto& v) { return nd::SequenceLast(v[0], ints(v[0], {2, 3}), true); }},
+      {"SequenceLast (2, 3) batch first", {{{2, 3}}}, [](const auto& v) { return nd::SequenceLast(v[0], {}, false, 1); }},
+      {"SequenceReverse (3, 2, 2) with lengths", {{{3, 2, 2}}},
+       [](const auto& v) { return nd::SequenceReverse(v[0], nd::array({2, 3}, v[0].context()), true) * v[0]; }},
+      {"stack axis 1", {{{2, 3}}, {{2, 3}}}, [](const auto& v) { return nd::stack({v[0], v[1] * v[0]}, 1); }},
+      {"split into 3, two parts used", {{{2, 6}}}, [](const auto& v) {
+         const auto p = nd::split(v[0], 3);
+         return p[0] * p[2] + p[2];
+       }},
+      {"split axis 0 squeezed", {{{2, 3}}}, [](const auto& v) { return nd::split(v[0], 2, 0, true)[1] * 3.0; }},
+      {"squeeze and expand_dims", {{{1, 3, 1}}},
+       [](const auto& v) { return nd::expand_dims(nd::squeeze(v[0]), 0) * nd::squeeze(v[0], {0}).reshape({1, 3}); }},
+      {"tile (2, 3) by (2, 1, 2)", {{{2, 3}}}, [](const auto& v) { return nd::tile(v[0], {2, 1, 2}); }},
+      {"repeat axis 1", {{{2, 3}}}, [](const auto& v) { return nd::repeat(v[0], 2, 1) * nd::repeat(v[0], 2, 1); }},
+      {"repeat flattened", {{{2, 2}}}, [](const auto& v) { return nd::repeat(v[0], 3); }},
+      {"reverse axes (0, 2)", {{{2, 3, 2}}}, [](const auto& v) { return nd::flip(v[0], {0, 2}) * v[0]; }},
+      {"topk values k=2 along axis 0", {{{4, 3}}}, [](const auto& v) { return nd::topk(v[0], 0, 2, "value"); }},
+      {"topk both, flattened, ascending", {{{2, 3}}},
+       [](const auto& v) { return nd::topk_both(v[0], std::nullopt, 4, true)[0]; }},
+      {"sort axis -1 descending", {{{3, 4}}}, [](const auto& v) { return nd::sort(v[0], -1, false) * v[0]; }},
+  };
+}
+
 // x -> (on ctx: exp(x) * x) -> back to x's context; ctx = x's context makes plain copies.
 std::vector<OpCase> copyto_cases(mx::Context ctx) {
   return {
@@ -412,7 +458,7 @@ std::vector<OpCase> composite_cases() {
 std::vector<OpCase> all_cases() {
   std::vector<OpCase> all;
   for (auto family : {arithmetic_cases(), power_cases(), maximum_minimum_cases(), unary_cases(), reduction_cases(),
-                      dot_cases(), shape_cases(), softmax_cases(), composite_cases()}) {
+                      dot_cases(), shape_cases(), softmax_cases(), composite_cases(), indexing_shape_sort_cases()}) {
     all.insert(all.end(), family.begin(), family.end());
   }
   return all;
@@ -488,6 +534,7 @@ BOOST_AUTO_TEST_CASE(dot_in_every_transpose_combination) { check_cases(dot_cases
 BOOST_AUTO_TEST_CASE(reshape_transpose_index_slice_concat_broadcast_astype) { check_cases(shape_cases()); }
 BOOST_AUTO_TEST_CASE(softmax_and_log_softmax) { check_cases(softmax_cases()); }
 BOOST_AUTO_TEST_CASE(compositions) { check_cases(composite_cases()); }
+BOOST_AUTO_TEST_CASE(indexing_shape_and_sort_ops) { check_cases(indexing_shape_sort_cases()); }
 
 BOOST_AUTO_TEST_CASE(copyto_across_contexts) {
   // cpu(0) -> ctx -> cpu(0) for every context (on cpu(0) itself: plain copies).

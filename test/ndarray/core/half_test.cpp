@@ -221,6 +221,26 @@ std::vector<OpCase> op_cases() {
        [conv](const V& x) { return nd::Convolution(x[0], x[1], x[2], conv); }, 4},
       {"max_pooling", {{2, 3, 8, 6}}, [max_pool](const V& x) { return nd::Pooling(x[0], max_pool); }, 0},
       {"avg_pooling", {{2, 3, 8, 6}}, [avg_pool](const V& x) { return nd::Pooling(x[0], avg_pool); }},
+      // Indexing, shape and sort ops move or compare values: exact. clip's bounds are rounded to
+      // the dtype (as MXNet's DType(a_min)), within one unit roundoff of float64's.
+      {"where", {{5, 7}, {5, 7}, {5, 7}}, [](const V& x) { return nd::where(x[0] + 0.25, x[1], x[2]); }, 0},
+      {"clip", {{5, 7}}, [](const V& x) { return nd::clip(x[0], -0.3, 0.6); }, 1},
+      {"take", {{6, 5}}, [](const V& x) { return nd::take(x[0], nd::array({4, 0, 4, 2}, x[0].context()), 0); }, 0},
+      {"embedding", {{6, 5}},
+       [](const V& x) { return nd::Embedding(nd::array({{1, 5}, {5, 0}}, x[0].context()), x[0], 6, 5); }, 0},
+      {"sequence_mask", {{3, 4, 5}},
+       [](const V& x) { return nd::SequenceMask(x[0], nd::array({1, 3, 0, 2}, x[0].context()), true, 0.25); }, 0},
+      {"sequence_last", {{3, 4, 5}},
+       [](const V& x) { return nd::SequenceLast(x[0], nd::array({1, 3, 0, 2}, x[0].context()), true); }, 0},
+      {"sequence_reverse", {{3, 4, 5}},
+       [](const V& x) { return nd::SequenceReverse(x[0], nd::array({1, 3, 0, 2}, x[0].context()), true); }, 0},
+      {"stack", {{5, 7}, {5, 7}}, [](const V& x) { return nd::stack({x[0], x[1]}, 1); }, 0},
+      {"split", {{5, 7}}, [](const V& x) { return nd::split(x[0], 7, 1)[3]; }, 0},
+      {"tile", {{5, 7}}, [](const V& x) { return nd::tile(x[0], {2, 1, 3}); }, 0},
+      {"repeat", {{5, 7}}, [](const V& x) { return nd::repeat(x[0], 3, 0); }, 0},
+      {"reverse", {{5, 7}}, [](const V& x) { return nd::flip(x[0], {0, 1}); }, 0},
+      {"sort_axis0", {{50, 6}}, [](const V& x) { return nd::sort(x[0], 0); }, 0},
+      {"topk_value", {{6, 50}}, [](const V& x) { return nd::topk(x[0], -1, 5, "value"); }, 0},
   };
 }
 

@@ -22,6 +22,7 @@
 #include "ndarray/ops/creation_kernels.hpp"
 #include "ndarray/ops/elementwise_kernels.hpp"
 #include "ndarray/ops/image_kernels.hpp"
+#include "ndarray/ops/indexing_kernels.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
 #include "ndarray/ops/manipulation_kernels.hpp"
 #include "ndarray/ops/nn_kernels.hpp"
@@ -196,7 +197,24 @@ const std::map<std::string, AttrList>& samples() {
       {"_backward_LeakyReLU", {{"act_type", "gelu"}}},
       {"SoftmaxOutput", {{"grad_scale", "0.5"}, {"ignore_label", "3"}, {"use_ignore", "True"},
                          {"normalization", "valid"}, {"multi_output", "False"}, {"preserve_shape", "True"}}},
-      {"_backward_SoftmaxOutput", {{"normalization", "batch"}}}};
+      {"_backward_SoftmaxOutput", {{"normalization", "batch"}}},
+      {"take", {{"axis", "-1"}, {"mode", "raise"}}},
+      {"Embedding", {{"input_dim", "10"}, {"output_dim", "4"}, {"dtype", "float16"}, {"sparse_grad", "True"}}},
+      {"clip", {{"a_min", "-0.5"}, {"a_max", "1e+20"}}},
+      {"_backward_clip", {{"a_min", "0"}, {"a_max", "6"}}},
+      {"SequenceMask", {{"use_sequence_length", "True"}, {"value", "-1e9"}, {"axis", "1"}}},
+      {"SequenceLast", {{"use_sequence_length", "False"}, {"axis", "1"}}},
+      {"SequenceReverse", {{"use_sequence_length", "True"}}},
+      {"stack", {{"axis", "-1"}, {"num_args", "3"}}},
+      {"SliceChannel", {{"num_outputs", "3"}, {"axis", "0"}, {"squeeze_axis", "True"}}},
+      {"squeeze", {{"axis", "(0, 2)"}}},
+      {"expand_dims", {{"axis", "-1"}}},
+      {"tile", {{"reps", "(2, 1, 3)"}}},
+      {"repeat", {{"repeats", "3"}, {"axis", "None"}}},
+      {"reverse", {{"axis", "(0, 1)"}}},
+      {"topk", {{"axis", "None"}, {"k", "3"}, {"ret_typ", "both"}, {"is_ascend", "True"}, {"dtype", "int32"}}},
+      {"sort", {{"axis", "0"}, {"is_ascend", "False"}}},
+      {"argsort", {{"axis", "-1"}, {"dtype", "int64"}}}};
   return s;
 }
 
@@ -462,13 +480,43 @@ BOOST_AUTO_TEST_CASE(mxnet_names_find_the_registered_ops) {
       {"elemwise_div", "divide"},    {"broadcast_div", "divide"},     {"broadcast_power", "power"},
       {"broadcast_maximum", "maximum"}, {"broadcast_lesser", "less"}, {"_plus_scalar", "_add_scalar"},
       {"_minus_scalar", "_subtract_scalar"}, {"_mul_scalar", "_multiply_scalar"},
-      {"_div_scalar", "_divide_scalar"}, {"_lesser_scalar", "_less_scalar"}};
+      {"_div_scalar", "_divide_scalar"}, {"_lesser_scalar", "_less_scalar"},
+      {"flip", "reverse"},           {"split", "SliceChannel"}};
   for (const auto& [mxnet, ndgluon] : synonyms) {
     BOOST_TEST_CONTEXT(mxnet) { BOOST_TEST(op::find_op(mxnet) == &def_of(ndgluon)); }
   }
   // ndgluon's own names are found as they are; unknown ones are not.
   BOOST_TEST(std::string(def_of("add").name) == "add");
   BOOST_TEST(op::find_op("elemwise_no_such_op") == nullptr);
+}
+
+// MXNet's defaults where attributes are absent, and what the parsed attributes compute.
+BOOST_AUTO_TEST_CASE(mxnet_indexing_shape_and_sort_attributes_compute_as_the_front_end) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray x = random_array({2, 6}, ctx, 3);
+    const auto run = [&](const std::string& name, std::vector<nd::NDArray> inputs, const AttrList& attrs) {
+      return op::invoke(def_of(name), std::move(inputs), parsed(name, attrs));
+    };
+    BOOST_TEST(values(run("SliceChannel", {x}, {{"num_outputs", "3"}})[2]) == values(nd::split(x, 3)[2]),
+               tt::per_element());  // axis 1 by default
+    BOOST_TEST(values(run("topk", {x}, {})[0]) == values(nd::topk(x)), tt::per_element());
+    BOOST_TEST(values(run("sort", {x}, {{"axis", "None"}})[0]) == values(nd::sort(x, std::nullopt)), tt::per_element());
+    BOOST_TEST(values(run("tile", {x}, {{"reps", "(2,)"}})[0]) == values(nd::tile(x, {2})), tt::per_element());
+    BOOST_TEST(values(run("reverse", {x}, {{"axis", "(1,)"}})[0]) == values(nd::flip(x, {1})), tt::per_element());
+    // Without use_sequence_length, MXNet's node has data alone: the absent input is a none array.
+    BOOST_TEST(values(run("SequenceLast", {x, nd::NDArray()}, {})[0]) == values(nd::SequenceLast(x)), tt::per_element());
+    BOOST_TEST(def_of("SequenceMask").arity == 2u);
+    const auto clip = parsed("clip", {{"a_min", "-0.25"}, {"a_max", "0.5"}}).as<op::ClipParams>();
+    BOOST_TEST(clip.a_min == -0.25);
+    BOOST_TEST(clip.a_max == 0.5);
+    const auto take = parsed("take", {}).as<op::TakeParams>();
+    BOOST_TEST(take.axis == 0);
+    BOOST_TEST((take.mode == op::TakeMode::clip));
+  });
+  NDG_CHECK_THROWS_WITH(parsed("take", {{"mode", "nearest"}}), mx::ValueError, "take", "mode", "nearest");
+  NDG_CHECK_THROWS_WITH(parsed("topk", {{"ret_typ", "all"}}), mx::ValueError, "topk", "ret_typ", "all");
+  NDG_CHECK_THROWS_WITH(parsed("clip", {{"a_min", "0"}}), mx::ValueError, "clip", "a_max");
+  NDG_CHECK_THROWS_WITH(parsed("SliceChannel", {{"num_outputs", "0"}}), mx::ValueError, "SliceChannel", "num_outputs");
 }
 
 // --- errors ------------------------------------------------------------------------------------------

@@ -1,0 +1,161 @@
+// GPU launches of topk, sort, argsort and _backward_topk (ndarray/ops/sort.cpp has the ops and the
+// CPU loops). Each row along the axis is one segment of CUB's stable segmented sort, keyed by the
+// row's values (in float32 for 16-bit data, which holds them exactly) with their positions as
+// values; the outputs are then read through the sorted positions. The scratch (keys, positions,
+// segment offsets, CUB's temporary storage) comes from the pool, so the whole op is capturable.
+#include <cub/device/device_segmented_sort.cuh>
+
+#include <cmath>
+#include <limits>
+
+#include "cuda/launch.hpp"
+#include "cuda/module_preload.hpp"
+#include "ndarray/core/describe.hpp"
+#include "ndarray/ops/sort_kernels.hpp"
+
+NDG_CUDA_MODULE_ANCHOR()
+
+namespace mx::op::gpu {
+namespace {
+
+// The key of a value: NaN of either sign as the positive quiet NaN, which CUB's radix order puts
+// above +inf, and -0 as +0, so that the order is the CPU loops' (sorts_before, ties by position).
+template <class K>
+__device__ K sort_key(K v) {
+  if constexpr (std::is_floating_point_v<K>) {
+    if (!(v == v)) return std::numeric_limits<K>::quiet_NaN();
+    if (v == K(0)) return K(0);
+  }
+  return v;
+}
+
+// Row r = (outer, inner) of the data as segment r: keys, positions 0..length-1, and the segments'
+// begin offsets (offsets[rows] = n closes the last).
+template <class T, class K>
+__global__ void gather_rows(K* keys, std::int32_t* positions, std::int64_t* offsets, const T* data, SortShape s,
+                            std::int64_t n) {
+  for (std::int64_t i = cuda::global_thread(); i < n; i += cuda::grid_stride()) {
+    const std::int64_t row = i / s.length, j = i % s.length, o = row / s.inner, in = row % s.inner;
+    keys[i] = sort_key(static_cast<K>(data[(o * s.length + j) * s.inner + in]));
+    positions[i] = static_cast<std::int32_t>(j);
+    if (j == 0) offsets[row] = i;
+    if (i == 0) offsets[n / s.length] = n;
+  }
+}
+
+// For sorted element p of row r: the first k give the values and indices, and every one its
+// mask element (1 for the first k, 0 for the rest: each element of the mask is written once).
+template <class T, class I>
+__global__ void write_sorted(T* values, I* indices, T* mask, const T* data, const std::int32_t* order, SortShape s,
+                             std::int64_t n) {
+  for (std::int64_t p = cuda::global_thread(); p < n; p += cuda::grid_stride()) {
+    const std::int64_t row = p / s.length, j = p % s.length, o = row / s.inner, in = row % s.inner;
+    const std::int64_t from = (o * s.length + order[p]) * s.inner + in;
+    if (j < s.k) {
+      const std::int64_t at = (o * s.k + j) * s.inner + in;
+      if (values) values[at] = data[from];
+      if (indices) indices[at] = static_cast<I>(order[p]);
+    }
+    if (mask) mask[from] = j < s.k ? T(1) : T(0);
+  }
+}
+
+// dx[o, index[o, j, in], in] = g[o, j, in]: the selected positions are distinct within a row.
+template <class T, class I>
+__global__ void scatter_sorted(T* dx, const T* g, const I* index, SortShape s, std::int64_t n) {
+  for (std::int64_t i = cuda::global_thread(); i < n; i += cuda::grid_stride()) {
+    const std::int64_t in = i % s.inner, o = i / (s.inner * s.k);
+    dx[(o * s.length + static_cast<std::int64_t>(index[i])) * s.inner + in] = g[i];
+  }
+}
+
+std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// The stable segmented sort of `rows` segments of `length` keys with their positions, ascending or
+// descending; the sorted positions land in `order_out`.
+template <class K>
+void sort_segments(const ExecContext& ec, const char* op, const K* keys, K* keys_out, const std::int32_t* positions,
+                   std::int32_t* order_out, std::int64_t n, std::int64_t rows, const std::int64_t* offsets, bool ascending,
+                   void* temp, std::size_t& temp_bytes) {
+  const cudaStream_t stream = cuda::stream_of(ec);
+  const cudaError_t status =
+      ascending ? cub::DeviceSegmentedSort::StableSortPairs(temp, temp_bytes, keys, keys_out, positions, order_out, n, rows,
+                                                            offsets, offsets + 1, stream)
+                : cub::DeviceSegmentedSort::StableSortPairsDescending(temp, temp_bytes, keys, keys_out, positions, order_out,
+                                                                      n, rows, offsets, offsets + 1, stream);
+  cuda::check(status, op);
+}
+
+}  // namespace
+
+namespace {
+
+// The sort of inv's rows with keys K (float for 16-bit data T) and indices I: keys, positions and
+// offsets gathered, the segments sorted, the outputs written. The scratch: keys in and out,
+// positions in and out, offsets, then CUB's storage.
+template <class T, class K, class I>
+void sort_rows(const ExecContext& ec, const Invocation& inv, SortShape s, std::int64_t rows, std::int64_t n) {
+  const auto& p = inv.params.as<SortParams>();
+  const SortOutputs o = sort_outputs(p);
+  const auto output = [&](int i) { return i < 0 ? nullptr : inv.outputs[static_cast<std::size_t>(i)].data(); };
+  const std::size_t key_bytes = aligned(static_cast<std::size_t>(n) * sizeof(K));
+  const std::size_t position_bytes = aligned(static_cast<std::size_t>(n) * sizeof(std::int32_t));
+  const std::size_t offset_bytes = aligned(static_cast<std::size_t>(rows + 1) * sizeof(std::int64_t));
+  std::size_t temp_bytes = 0;
+  sort_segments<K>(ec, inv.op->name, nullptr, nullptr, nullptr, nullptr, n, rows, nullptr, p.is_ascend, nullptr,
+                   temp_bytes);
+  const Workspace ws(ec, 2 * key_bytes + 2 * position_bytes + offset_bytes + temp_bytes);
+  char* at = ws.as<char>();
+  K* keys = reinterpret_cast<K*>(at);
+  K* keys_out = reinterpret_cast<K*>(at + key_bytes);
+  auto* positions = reinterpret_cast<std::int32_t*>(at + 2 * key_bytes);
+  auto* order = reinterpret_cast<std::int32_t*>(at + 2 * key_bytes + position_bytes);
+  auto* offsets = reinterpret_cast<std::int64_t*>(at + 2 * key_bytes + 2 * position_bytes);
+  void* temp = at + 2 * key_bytes + 2 * position_bytes + offset_bytes;
+  const T* data = static_cast<const T*>(inv.inputs[0].data());
+  cuda::launch(ec, inv.op->name, n, &gather_rows<T, K>, keys, positions, offsets, data, s, n);
+  sort_segments<K>(ec, inv.op->name, keys, keys_out, positions, order, n, rows, offsets, p.is_ascend, temp, temp_bytes);
+  cuda::launch(ec, inv.op->name, n, &write_sorted<T, I>, static_cast<T*>(output(o.values)),
+               static_cast<I*>(output(o.indices)), static_cast<T*>(output(o.mask)), data, order, s, n);
+}
+
+}  // namespace
+
+void sort(const ExecContext& ec, const Invocation& inv) {
+  const SortShape s = sort_shape(inv);
+  const SortOutputs o = sort_outputs(inv.params.as<SortParams>());
+  const std::int64_t rows = s.outer * s.inner, n = rows * s.length;
+  if (n == 0) return;
+  if (n > std::numeric_limits<std::int32_t>::max()) {
+    throw ValueError(std::string(inv.op->name) + ": sorting " + std::to_string(n) +
+                     " elements on a GPU needs fewer than 2^31 (data " + nd::describe(inv.inputs[0]) + ")");
+  }
+  dispatch_dtype(inv.inputs[0].dtype(), [&](auto data_tag) {
+    dispatch_dtype(o.indices >= 0 ? inv.outputs[static_cast<std::size_t>(o.indices)].dtype() : DType::int64, [&](auto index_tag) {
+      using T = decltype(data_tag);
+      using I = decltype(index_tag);
+      if constexpr (is_half_v<T>) sort_rows<T, float, I>(ec, inv, s, rows, n);
+      else sort_rows<T, T, I>(ec, inv, s, rows, n);
+    });
+  });
+}
+
+// Zero, then the values' gradient at the positions their indices give.
+void sort_backward(const ExecContext& ec, const Invocation& inv) {
+  const SortShape s = sort_shape(inv);
+  const nd::NDArray& dx = inv.outputs[0];
+  const std::int64_t n = inv.inputs[0].size();
+  dispatch_floating(inv.inputs[0].dtype(), "_backward_topk", [&](auto grad_tag) {
+    dispatch_dtype(inv.inputs[1].dtype(), [&](auto index_tag) {
+      using T = decltype(grad_tag);
+      using I = decltype(index_tag);
+      if (dx.size() > 0) {
+        NDG_CUDA_CHECK(cudaMemsetAsync(dx.data(), 0, static_cast<std::size_t>(dx.size()) * sizeof(T), cuda::stream_of(ec)));
+      }
+      cuda::launch(ec, inv.op->name, n, &scatter_sorted<T, I>, static_cast<T*>(dx.data()),
+                   static_cast<const T*>(inv.inputs[0].data()), static_cast<const I*>(inv.inputs[1].data()), s, n);
+    });
+  });
+}
+
+}  // namespace mx::op::gpu
