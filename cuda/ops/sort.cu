@@ -18,8 +18,8 @@ NDG_CUDA_MODULE_ANCHOR()
 namespace mx::op::gpu {
 namespace {
 
-// The key of a value: NaN of either sign as the positive quiet NaN, which CUB's radix order puts
-// above +inf, and -0 as +0, so that the order is the CPU loops' (sorts_before, ties by position).
+// The key of a value: NaN of either sign as the positive quiet NaN, which the ordered bits below
+// put above +inf, and -0 as +0, so that the order is the CPU loops' (sorts_before, ties by position).
 template <class K>
 __device__ K sort_key(K v) {
   if constexpr (std::is_floating_point_v<K>) {
@@ -29,14 +29,44 @@ __device__ K sort_key(K v) {
   return v;
 }
 
+// Floating keys are sorted as unsigned integers of the same order (the radix sort's bit twiddle:
+// negative values' bits inverted, positive ones' sign bit set): CUB sorts short segments by
+// comparisons, under which NaN would compare equal to everything and leave a row unsorted.
+template <class K>
+struct OrderedKey {
+  using type = K;
+};
+template <>
+struct OrderedKey<float> {
+  using type = std::uint32_t;
+};
+template <>
+struct OrderedKey<double> {
+  using type = std::uint64_t;
+};
+
+template <class K>
+__device__ typename OrderedKey<K>::type ordered_key(K v) {
+  if constexpr (std::is_floating_point_v<K>) {
+    using U = typename OrderedKey<K>::type;
+    v = sort_key(v);
+    U u;
+    memcpy(&u, &v, sizeof u);
+    constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
+    return (u & sign) ? ~u : (u | sign);
+  } else {
+    return v;
+  }
+}
+
 // Row r = (outer, inner) of the data as segment r: keys, positions 0..length-1, and the segments'
 // begin offsets (offsets[rows] = n closes the last).
 template <class T, class K>
-__global__ void gather_rows(K* keys, std::int32_t* positions, std::int64_t* offsets, const T* data, SortShape s,
-                            std::int64_t n) {
+__global__ void gather_rows(typename OrderedKey<K>::type* keys, std::int32_t* positions, std::int64_t* offsets,
+                            const T* data, SortShape s, std::int64_t n) {
   for (std::int64_t i = cuda::global_thread(); i < n; i += cuda::grid_stride()) {
     const std::int64_t row = i / s.length, j = i % s.length, o = row / s.inner, in = row % s.inner;
-    keys[i] = sort_key(static_cast<K>(data[(o * s.length + j) * s.inner + in]));
+    keys[i] = ordered_key(static_cast<K>(data[(o * s.length + j) * s.inner + in]));
     positions[i] = static_cast<std::int32_t>(j);
     if (j == 0) offsets[row] = i;
     if (i == 0) offsets[n / s.length] = n;
@@ -95,26 +125,27 @@ namespace {
 // positions in and out, offsets, then CUB's storage.
 template <class T, class K, class I>
 void sort_rows(const ExecContext& ec, const Invocation& inv, SortShape s, std::int64_t rows, std::int64_t n) {
+  using U = typename OrderedKey<K>::type;
   const auto& p = inv.params.as<SortParams>();
   const SortOutputs o = sort_outputs(p);
   const auto output = [&](int i) { return i < 0 ? nullptr : inv.outputs[static_cast<std::size_t>(i)].data(); };
-  const std::size_t key_bytes = aligned(static_cast<std::size_t>(n) * sizeof(K));
+  const std::size_t key_bytes = aligned(static_cast<std::size_t>(n) * sizeof(U));
   const std::size_t position_bytes = aligned(static_cast<std::size_t>(n) * sizeof(std::int32_t));
   const std::size_t offset_bytes = aligned(static_cast<std::size_t>(rows + 1) * sizeof(std::int64_t));
   std::size_t temp_bytes = 0;
-  sort_segments<K>(ec, inv.op->name, nullptr, nullptr, nullptr, nullptr, n, rows, nullptr, p.is_ascend, nullptr,
+  sort_segments<U>(ec, inv.op->name, nullptr, nullptr, nullptr, nullptr, n, rows, nullptr, p.is_ascend, nullptr,
                    temp_bytes);
   const Workspace ws(ec, 2 * key_bytes + 2 * position_bytes + offset_bytes + temp_bytes);
   char* at = ws.as<char>();
-  K* keys = reinterpret_cast<K*>(at);
-  K* keys_out = reinterpret_cast<K*>(at + key_bytes);
+  U* keys = reinterpret_cast<U*>(at);
+  U* keys_out = reinterpret_cast<U*>(at + key_bytes);
   auto* positions = reinterpret_cast<std::int32_t*>(at + 2 * key_bytes);
   auto* order = reinterpret_cast<std::int32_t*>(at + 2 * key_bytes + position_bytes);
   auto* offsets = reinterpret_cast<std::int64_t*>(at + 2 * key_bytes + 2 * position_bytes);
   void* temp = at + 2 * key_bytes + 2 * position_bytes + offset_bytes;
   const T* data = static_cast<const T*>(inv.inputs[0].data());
   cuda::launch(ec, inv.op->name, n, &gather_rows<T, K>, keys, positions, offsets, data, s, n);
-  sort_segments<K>(ec, inv.op->name, keys, keys_out, positions, order, n, rows, offsets, p.is_ascend, temp, temp_bytes);
+  sort_segments<U>(ec, inv.op->name, keys, keys_out, positions, order, n, rows, offsets, p.is_ascend, temp, temp_bytes);
   cuda::launch(ec, inv.op->name, n, &write_sorted<T, I>, static_cast<T*>(output(o.values)),
                static_cast<I*>(output(o.indices)), static_cast<T*>(output(o.mask)), data, order, s, n);
 }
