@@ -5,6 +5,7 @@
 #include "gluon/data/fashion_mnist.hpp"
 #include "gluon/data/sample_random.hpp"
 #include "gluon/data/sampler.hpp"
+#include "gluon/data/text.hpp"
 #include "gluon/data/transforms.hpp"
 #include "gluon/data/vision/cifar.hpp"
 #include "gluon/data/vision/image_datasets.hpp"

@@ -98,7 +98,7 @@ void EvalMetric::update(const std::vector<nd::NDArray>& labels, const std::vecto
 
 std::pair<std::string, double> EvalMetric::get() const {
   if (num_inst_ == 0) return {name_, std::numeric_limits<double>::quiet_NaN()};
-  return {name_, sum_metric_ / static_cast<double>(num_inst_)};
+  return {name_, reported(sum_metric_ / static_cast<double>(num_inst_))};
 }
 
 void EvalMetric::reset() {
@@ -187,6 +187,38 @@ EvalMetric::Measure CrossEntropy::evaluate(const nd::NDArray& labels, const nd::
   double sum = 0;
   for (const double label_p : p) sum += -std::log(label_p + eps_);
   return {sum, batch};
+}
+
+// ---- Perplexity ---------------------------------------------------------------------------------
+
+EvalMetric::Measure Perplexity::evaluate(const nd::NDArray& labels, const nd::NDArray& preds) const {
+  nd::check_not_none("Perplexity.update", labels);
+  nd::check_not_none("Perplexity.update", preds);
+  nd::check_floating("Perplexity.update", preds);
+  if (preds.ndim() < 1 || labels.size() * (preds.ndim() ? preds.shape()[preds.ndim() - 1] : 1) != preds.size()) {
+    throw ShapeError("Perplexity.update: labels " + nd::describe(labels) + " do not match preds " + nd::describe(preds) +
+                     "; preds must be (..., classes) with one row per label");
+  }
+  const std::int64_t classes = preds.shape()[preds.ndim() - 1], rows = labels.size();
+  if (rows == 0) return {};
+  const std::vector<std::int64_t> ids = labels.reshape({rows}).asvector<std::int64_t>();
+  std::vector<std::int64_t> kept;  // the ids counted; ignored ones read class 0
+  std::vector<std::int64_t> picked(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ignore_label_ && ids[i] == *ignore_label_) continue;
+    if (ids[i] < 0 || ids[i] >= classes) {
+      throw IndexError("Perplexity.update: label " + std::to_string(ids[i]) + " of token " + std::to_string(i) +
+                       " is not a class of preds " + nd::describe(preds) + "; labels must be in [0, " +
+                       std::to_string(classes) + ")");
+    }
+    picked[i] = ids[i];
+    kept.push_back(static_cast<std::int64_t>(i));
+  }
+  const nd::NDArray index = nd::array(picked, {rows}, preds.context(), DType::int64);
+  const std::vector<double> p = nd::pick(preds.reshape({rows, classes}), index, 1).asvector<double>();
+  double sum = 0;
+  for (const std::int64_t i : kept) sum += -std::log(std::max(1e-10, p[static_cast<std::size_t>(i)]));
+  return {sum, static_cast<std::int64_t>(kept.size())};
 }
 
 // ---- Loss ---------------------------------------------------------------------------------------

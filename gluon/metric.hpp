@@ -8,8 +8,10 @@
 //
 // labels and preds may live on any contexts (cpu(0) or gpu(i)), each its own: what a metric reduces
 // is reduced on the preds' context, and only a few values per sample are copied to the host.
+#include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +60,8 @@ class EvalMetric {
   virtual Measure evaluate(const nd::NDArray& labels, const nd::NDArray& preds) const = 0;
   // False for a metric that takes no labels: the list overload then ignores the label list.
   virtual bool uses_labels() const { return true; }
+  // What get() reports of the mean per sample (Perplexity: its exponential).
+  virtual double reported(double mean) const { return mean; }
 
   const char* type_;
 
@@ -134,6 +138,29 @@ class CrossEntropy : public EvalMetric {
 
  private:
   double eps_;
+};
+
+// exp of the mean over tokens of -log p[label], as mxnet.metric.Perplexity (named "perplexity"),
+// for preds that are probabilities (e.g. a softmax) along their last axis: the perplexity of a
+// language model. Tokens whose label is ignore_label (when given) are not counted.
+class Perplexity : public EvalMetric {
+ public:
+  explicit Perplexity(std::optional<std::int64_t> ignore_label = std::nullopt, const std::string& name = "perplexity")
+      : EvalMetric("Perplexity", name), ignore_label_(ignore_label) {}
+
+  // update(labels, preds): preds (..., C) float probabilities, labels (...) token ids of any
+  // numeric dtype, as many as preds has rows; each p[label] is picked on the preds' context and
+  // floored at 1e-10 (as MXNet). Other shapes are an mx::ShapeError naming Perplexity.update and
+  // both shapes; a label outside [0, C) an mx::IndexError naming it.
+
+  std::unique_ptr<EvalMetric> clone() const override { return std::make_unique<Perplexity>(*this); }
+
+ protected:
+  Measure evaluate(const nd::NDArray& labels, const nd::NDArray& preds) const override;
+  double reported(double mean) const override { return std::exp(mean); }
+
+ private:
+  std::optional<std::int64_t> ignore_label_;
 };
 
 // The mean of loss values, as mxnet.metric.Loss (named "loss"): every element of every array

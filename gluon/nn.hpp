@@ -9,6 +9,7 @@
 #include "gluon/nn/conv.hpp"
 #include "gluon/nn/dense.hpp"
 #include "gluon/nn/dropout.hpp"
+#include "gluon/nn/embedding.hpp"
 #include "gluon/nn/flatten.hpp"
 #include "gluon/nn/sequential.hpp"
 #include "gluon/nn/symbol_block.hpp"

@@ -132,7 +132,7 @@ void bilinear_resize_backward(const ExecContext& ec, const Invocation& inv) {
 
 void to_tensor(const ExecContext& ec, const Invocation& inv) {
   const nd::NDArray &x = inv.inputs[0], &y = inv.outputs[0];
-  const auto [pixels, c] = pixels_and_channels(x.shape());
+  const std::int64_t pixels = pixels_and_channels(x.shape()).first, c = pixels_and_channels(x.shape()).second;
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     cuda::launch(ec, "_image_to_tensor", y.size(), &to_tensor_elements<T>, static_cast<const T*>(x.data()),
@@ -167,7 +167,7 @@ void crop_resize(const ExecContext& ec, const Invocation& inv) {
 void adjust_colors(const ExecContext& ec, const Invocation& inv) {
   const nd::NDArray &x = inv.inputs[0], &y = inv.outputs[0];
   const std::int64_t n = x.shape()[0];
-  const auto [pixels, c] = pixels_and_channels(x.shape());
+  const std::int64_t pixels = pixels_and_channels(x.shape()).first, c = pixels_and_channels(x.shape()).second;
   const auto* factors = static_cast<const float*>(inv.inputs[1].data());
   const char* op = "_image_adjust_colors";
   if (n == 0 || pixels == 0) return;

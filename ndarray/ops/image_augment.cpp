@@ -89,7 +89,7 @@ std::pair<std::int64_t, std::int64_t> channels_and_pixels(const NDArray& x) {
 
 void normalize_cpu(const ExecContext&, const Invocation& inv) {
   const NDArray &x = inv.inputs[0], &y = inv.outputs[0];
-  const auto [c, pixels] = channels_and_pixels(x);
+  const std::int64_t c = channels_and_pixels(x).first, pixels = channels_and_pixels(x).second;
   const NormalizeParams& p = normalize_params(inv);
   dispatch_floating(x.dtype(), kNormalize, [&](auto tag) {
     using T = decltype(tag);

@@ -433,4 +433,33 @@ BOOST_AUTO_TEST_CASE(metrics_through_their_base_class) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(perplexity_is_the_exponential_of_the_mean_negative_log_likelihood) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    namespace nd = mx::nd;
+    // Two sequences of two tokens over 3 classes: p[label] = 0.5, 0.25, 0.8, 1e-12 (floored at 1e-10).
+    const nd::NDArray preds = nd::array({{0.5, 0.3, 0.2}, {0.25, 0.25, 0.5}, {0.1, 0.8, 0.1}, {1.0, 0.0, 1e-12}}, ctx)
+                                  .reshape({2, 2, 3});
+    const nd::NDArray labels = nd::array({{0, 1}, {1, 2}}, ctx).astype(mx::DType::int32);
+    mx::metric::Perplexity ppl;
+    ppl.update(labels, preds);
+    const double nll = -std::log(0.5) - std::log(0.25) - std::log(0.8) - std::log(1e-10);
+    BOOST_TEST(ppl.get().first == "perplexity");
+    BOOST_TEST(ppl.get().second == std::exp(nll / 4), boost::test_tools::tolerance(1e-6));
+    BOOST_TEST(ppl.num_inst() == 4);
+    // Tokens of the ignored label are not counted.
+    mx::metric::Perplexity padded(2);
+    padded.update(labels, preds);
+    BOOST_TEST(padded.num_inst() == 3);
+    BOOST_TEST(padded.get().second == std::exp((-std::log(0.5) - std::log(0.25) - std::log(0.8)) / 3),
+               boost::test_tools::tolerance(1e-6));
+    // A perfect model has perplexity 1.
+    mx::metric::Perplexity perfect;
+    perfect.update(nd::array({0, 1}, ctx), nd::array({{1, 0}, {0, 1}}, ctx));
+    BOOST_TEST(perfect.get().second == 1.0, boost::test_tools::tolerance(1e-12));
+    NDG_CHECK_THROWS_WITH(ppl.update(nd::array({0, 1, 2}, ctx), preds), mx::ShapeError, "Perplexity.update");
+    NDG_CHECK_THROWS_WITH(ppl.update(nd::array({{0, 3}, {1, 2}}, ctx), preds), mx::IndexError, "label 3", "[0, 3)");
+    BOOST_TEST(ppl.num_inst() == 4);  // the failed updates counted nothing
+  });
+}
+
 BOOST_AUTO_TEST_SUITE_END()
