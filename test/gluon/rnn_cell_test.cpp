@@ -39,12 +39,12 @@ struct Weights {
   Values wi, wh, bi, bh;
 };
 
-Weights weights_of(rnn::RecurrentCell& cell) {
+Weights weights_of(rnn::RecurrentCell& cell, mx::Context ctx) {
   const auto p = cell.collect_params();
   const auto get = [&](const std::string& suffix) {
     for (const auto& [name, param] : p) {
       if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-        return ndg_test::values(param.data(mx::cpu()));
+        return ndg_test::values(param.data(ctx));
       }
     }
     BOOST_FAIL("no parameter " << suffix);
@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(each_cell_steps_as_mxnets_formulas) {
         const auto [y, next] = cell->step(x, states);
         std::vector<Values> given;
         for (const nd::NDArray& s : states) given.push_back(first_row(s));
-        const std::vector<Values> want = reference_step(kind, weights_of(*cell), first_row(x), given);
+        const std::vector<Values> want = reference_step(kind, weights_of(*cell, ctx), first_row(x), given);
         ndg_test::check_close(y[0], want[0], 1e-5, 1e-6);
         BOOST_TEST(next.size() == want.size());
         for (std::size_t s = 0; s < want.size(); ++s) ndg_test::check_close(next[s][0], want[s], 1e-5, 1e-6);
