@@ -510,11 +510,11 @@ struct HandleState {
   }
 };
 
-// The calling thread's state for ec's device (made current by the caller), created on first use,
-// with its handle bound to ec's stream.
-HandleState& handle_state(const op::ExecContext& ec) {
+// The calling thread's state for gpu(device) (made current by the caller), created on first use,
+// with its handle bound to stream.
+HandleState& handle_state(int device, void* stream) {
   thread_local std::vector<std::unique_ptr<HandleState>> states;
-  const auto id = static_cast<std::size_t>(ec.ctx.device_id());
+  const auto id = static_cast<std::size_t>(device);
   if (states.size() <= id) states.resize(id + 1);
   if (!states[id]) {
     cudnnHandle_t handle = nullptr;
@@ -522,12 +522,14 @@ HandleState& handle_state(const op::ExecContext& ec) {
     states[id] = std::make_unique<HandleState>(handle);
   }
   HandleState& state = *states[id];
-  if (state.stream != ec.stream) {
-    NDG_CUDA_CHECK(cudnnSetStream(state.handle, static_cast<cudaStream_t>(ec.stream)));
-    state.stream = ec.stream;
+  if (state.stream != stream) {
+    NDG_CUDA_CHECK(cudnnSetStream(state.handle, static_cast<cudaStream_t>(stream)));
+    state.stream = stream;
   }
   return state;
 }
+
+HandleState& handle_state(const op::ExecContext& ec) { return handle_state(ec.ctx.device_id(), ec.stream); }
 
 // The cached plan for (pass, g) and these operands' alignment, chosen first if it never was; null
 // when cuDNN has no usable engine for it or the dtype is not floating.
@@ -544,6 +546,8 @@ const Plan* find_plan(const op::ExecContext& ec, HandleState& state, op::ConvPas
 }
 
 }  // namespace
+
+cudnnHandle_t cudnn_handle(int device, void* stream) { return handle_state(device, stream).handle; }
 
 bool cudnn_convolution(const op::ExecContext& ec, op::ConvPass pass, const op::ConvGeometry& g, const void* a,
                        const void* b, void* out) {

@@ -12,6 +12,10 @@
 
 namespace mx::cuda {
 
+// The calling thread's cuDNN handle on gpu(device), which the caller made current, bound to stream
+// (a cudaStream_t): one per (thread, device), shared by the cuDNN paths (convolution, RNN).
+cudnnHandle_t cudnn_handle(int device, void* stream);
+
 // One pass of a convolution through cuDNN on ec's stream, `out` overwritten, with the operand roles
 // of op::im2col_convolution:
 //   forward:          a = x,  b = w,  out = y

@@ -259,7 +259,7 @@ void Executor::plan(const std::vector<NDArray>& bound) {
   // Ops that draw random numbers run on every replay with new draws, which a captured graph
   // cannot give: such graphs replay op by op.
   capturable_ = options_.capture && ctx_.is_gpu();
-  for (const op::Invocation& step : steps_) capturable_ = capturable_ && !step.op->random;
+  for (const op::Invocation& step : steps_) capturable_ = capturable_ && !op::draws_random(step);
   for (const Entry& e : g.heads) capturable_ = capturable_ && bytes_of(values_[e.node].at(e.index)) > 0;
   for (const NDArray& f : feed_buffers_) capturable_ = capturable_ && bytes_of(f) > 0;
   // A replay can read the caller's inputs where they are, instead of copies, when no head is a

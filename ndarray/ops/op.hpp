@@ -152,7 +152,15 @@ struct OpDef {
   void (*input_grads)(Params& params, const std::vector<bool>& needed) = nullptr;
   // Bit i: the kernel also writes input i in place (BatchNorm's running statistics).
   std::uint32_t written_inputs = 0;
+  // Draws from the generator only with some attributes (RNN: dropout between layers in training),
+  // as `random` says for every call; null: never. draws_random(inv) asks both.
+  bool (*random_with)(const Params& params) = nullptr;
 };
+
+// Whether inv's op draws from the generator when it runs (OpDef::random, OpDef::random_with).
+inline bool draws_random(const Invocation& inv) {
+  return inv.op->random || (inv.op->random_with && inv.op->random_with(inv.params));
+}
 
 // Note [zero gradients]
 // An op without a gradient function (comparisons, sign, argmax, rounding: MXNet registers them

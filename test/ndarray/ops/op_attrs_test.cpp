@@ -214,7 +214,11 @@ const std::map<std::string, AttrList>& samples() {
       {"reverse", {{"axis", "(0, 1)"}}},
       {"topk", {{"axis", "None"}, {"k", "3"}, {"ret_typ", "both"}, {"is_ascend", "True"}, {"dtype", "int32"}}},
       {"sort", {{"axis", "0"}, {"is_ascend", "False"}}},
-      {"argsort", {{"axis", "-1"}, {"dtype", "int64"}}}};
+      {"argsort", {{"axis", "-1"}, {"dtype", "int64"}}},
+      {"RNN", {{"state_size", "8"}, {"num_layers", "2"}, {"bidirectional", "True"}, {"mode", "lstm"}, {"p", "0.2"},
+               {"state_outputs", "True"}, {"projection_size", "4"}, {"lstm_state_clip_min", "-1"},
+               {"lstm_state_clip_max", "1.5"}, {"lstm_state_clip_nan", "True"}}},
+      {"_backward_RNN", {{"state_size", "4"}, {"num_layers", "1"}, {"mode", "gru"}}}};
   return s;
 }
 
