@@ -25,12 +25,11 @@ namespace {
 
 // The case: everything the descriptors depend on.
 using Key = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                       std::int64_t, std::int64_t, int, bool, double, double, bool>;
+                       std::int64_t, std::int64_t, int, bool>;
 
 Key key_of(int device, const op::RNNParams& p, const op::RNNDims& d, DType dtype) {
   return {device,     static_cast<std::int64_t>(p.mode), d.layers, d.directions, d.hidden, d.projection, d.input,
-          d.seq,      d.batch,                           static_cast<int>(dtype), p.clip, p.clip_min, p.clip_max,
-          op::allow_tf32()};
+          d.seq,      d.batch,                           static_cast<int>(dtype), op::allow_tf32()};
 }
 
 cudnnDataType_t cudnn_type(DType dtype) {
@@ -95,7 +94,6 @@ std::unique_ptr<Plan> build_plan(cudnnHandle_t handle, const op::RNNParams& p, c
                                   type, math_precision, math, static_cast<int>(d.input), static_cast<int>(d.hidden),
                                   static_cast<int>(d.state), static_cast<int>(d.layers), plan->dropout,
                                   CUDNN_RNN_PADDED_IO_DISABLED)) &&
-      (!p.clip || ok(cudnnRNNSetClip_v9(plan->rnn, CUDNN_RNN_CLIP_MINMAX, p.clip_min, p.clip_max))) &&
       ok(cudnnCreateRNNDataDescriptor(&plan->x)) && ok(cudnnCreateRNNDataDescriptor(&plan->y)) &&
       ok(cudnnSetRNNDataDescriptor(plan->x, type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, static_cast<int>(d.seq),
                                    static_cast<int>(d.batch), static_cast<int>(d.input), lengths.data(), nullptr)) &&
@@ -158,9 +156,11 @@ std::unique_ptr<Plan> build_plan(cudnnHandle_t handle, const op::RNNParams& p, c
 
 // The calling thread's plan for the case, built on first use; null where cuDNN refuses it. Dropout
 // between layers is not asked of cuDNN (its own generator would draw the masks): such calls run
-// here in prediction only.
+// here in prediction only. Nor is state clipping: cuDNN's (cudnnRNNSetClip_v9) gives other values
+// than clipping c before h = o·tanh(c), which is what ndgluon defines (rnn_kernels.hpp), so
+// clipped LSTMs run the unfused path on every context.
 const Plan* find_plan(int device, void* stream, const op::RNNParams& p, const op::RNNDims& d, DType dtype) {
-  if (p.clip_nan || !is_floating(dtype)) return nullptr;
+  if (p.clip || !is_floating(dtype) || !op::rnn_cudnn_enabled()) return nullptr;
   thread_local std::map<Key, std::unique_ptr<Plan>> plans;
   const Key key = key_of(device, p, d, dtype);
   auto it = plans.find(key);

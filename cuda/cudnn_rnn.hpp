@@ -9,8 +9,8 @@
 namespace mx::cuda {
 
 // The bytes of cuDNN's reserve space for an RNN call on gpu(device), or -1 where cuDNN does not run
-// the case: NaN clipping (cuDNN 9 has no such option), or a case cuDNN refuses (checked once per
-// case and cached). Calls that drop out between layers (op::rnn_drops_out) run here in prediction
+// the case: state clipping (see cudnn_rnn.cpp), or a case cuDNN refuses (checked once per case and
+// cached). Calls that drop out between layers (op::rnn_drops_out) run here in prediction
 // only.
 std::int64_t cudnn_rnn_reserve_bytes(int device, const op::RNNParams& p, const op::RNNDims& dims, DType dtype);
 

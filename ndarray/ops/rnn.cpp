@@ -7,6 +7,7 @@
 // this path with the kernels of cuda/ops/rnn.cu.
 #include "ndarray/ops/rnn.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <utility>
 
@@ -31,6 +32,12 @@ const char* rnn_mode_name(RNNMode mode) {
   }
   return "?";
 }
+
+namespace {
+std::atomic<bool> cudnn_enabled{true};
+}  // namespace
+
+bool rnn_cudnn_enabled() { return cudnn_enabled.load(std::memory_order_relaxed); }
 
 RNNReserve::RNNReserve(const RNNDims& dims) : dims_(dims) {
   const std::int64_t tn = dims.seq * dims.batch, h = dims.hidden;
@@ -78,7 +85,7 @@ const NDArray& state_cell_of(const Invocation& inv, std::size_t index) {
 std::int64_t reserve_bytes(Context ctx, const RNNParams& p, const RNNDims& dims, DType dtype) {
   std::int64_t (*const cudnn_reserve)(int, const RNNParams&, const RNNDims&, DType) =
       NDG_GPU_KERNEL(gpu::rnn_cudnn_reserve_bytes);
-  if (ctx.is_gpu() && cudnn_reserve && !(p.p > 0 && p.num_layers > 1)) {
+  if (ctx.is_gpu() && cudnn_reserve && rnn_cudnn_enabled() && !(p.p > 0 && p.num_layers > 1)) {
     const std::int64_t bytes = cudnn_reserve(ctx.device_id(), p, dims, dtype);
     if (bytes >= 0) return bytes;
   }
@@ -531,6 +538,8 @@ std::vector<NDArray> RNN(const NDArray& data, const NDArray& parameters, const N
   out.pop_back();  // the reserve
   return out;
 }
+
+bool set_rnn_cudnn(bool enabled) { return op::cudnn_enabled.exchange(enabled); }
 
 std::int64_t rnn_param_size(const RNNOptions& options, std::int64_t input_size) {
   if (input_size < 1) throw ValueError("rnn_param_size: input_size must be >= 1, got " + std::to_string(input_size));

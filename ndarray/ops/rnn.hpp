@@ -39,4 +39,9 @@ std::vector<NDArray> RNN(const NDArray& data, const NDArray& parameters, const N
 // 4 (lstm: gates i, f, g, o) or 3 (gru: r, z, n). MXNet's and cuDNN's canonical order.
 std::int64_t rnn_param_size(const RNNOptions& options, std::int64_t input_size);
 
+// Whether GPUs run RNN through cuDNN where it can (true, the default) or always through the
+// unfused path (GEMMs and a fused kernel per step), for comparing the two; returns the previous
+// setting. Calls already made keep their path (a hybridized graph replays the one it traced).
+bool set_rnn_cudnn(bool enabled);
+
 }  // namespace mx::nd

@@ -30,8 +30,10 @@ struct RNNParams {
   // Dropout on the outputs of every layer but the last, in training only (MXNet's p).
   double p = 0;
   bool training = false;
-  // LSTM cell-state clipping to [clip_min, clip_max] (MXNet's lstm_state_clip_*); clip_nan: a NaN
-  // cell state becomes clip_min instead of propagating.
+  // LSTM cell-state clipping to [clip_min, clip_max] (MXNet's lstm_state_clip_*), applied to c
+  // before h = o·tanh(c) and before c is carried to the next step (TensorFlow's cell_clip); clip_nan:
+  // a NaN cell state becomes clip_min instead of propagating. MXNet left this to cuDNN, whose
+  // values differ: where ndgluon differs on purpose, this is it.
   bool clip = false, clip_nan = false;
   double clip_min = 0, clip_max = 0;
 };
@@ -40,6 +42,7 @@ NDG_HD std::int64_t rnn_gates(RNNMode mode) {
   return mode == RNNMode::lstm ? 4 : mode == RNNMode::gru ? 3 : 1;
 }
 const char* rnn_mode_name(RNNMode mode);
+bool rnn_cudnn_enabled();  // nd::set_rnn_cudnn
 // Whether a call draws dropout masks between layers (training, p > 0, two layers or more): the
 // unfused path runs it on every context, with ndgluon's generator.
 inline bool rnn_drops_out(const RNNParams& p) { return p.training && p.p > 0 && p.num_layers > 1; }

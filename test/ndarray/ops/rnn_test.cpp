@@ -2,7 +2,7 @@
 // float64 loop written from MXNet's equations for every mode, several layers, both directions, an
 // LSTM projection and state clipping; gradients of data, parameters and initial states against
 // finite differences in float64; dropout between layers; the errors it throws. On a GPU the cases
-// run through cuDNN, and with lstm_state_clip_nan (which cuDNN lacks) through the unfused path.
+// run through cuDNN and again through the unfused path (nd::set_rnn_cudnn(false)).
 #include "test/support/arrays.hpp"
 #include "test/support/boost_test.hpp"
 #include "test/support/contexts.hpp"
@@ -197,9 +197,19 @@ std::vector<Case> forward_cases() {
       {"lstm", 3, 2, 3, 4, 2, true, 2},                     // projection
       {"lstm", 4, 2, 3, 4, 1, false, 0, true, -0.2, 0.25},  // state clipping
   };
-  Case unfused{"lstm", 3, 2, 3, 4, 2, true, 0, true, -1e9, 1e9, true};  // cuDNN has no clip_nan: unfused on a GPU
-  cases.push_back(unfused);
+  cases.push_back({"lstm", 3, 2, 3, 4, 2, true, 0, true, -1e9, 1e9, true});  // NaN clipping
   return cases;
+}
+
+// fn() on ctx: on a GPU through cuDNN and again through the unfused path.
+template <class F>
+void for_each_path(mx::Context ctx, F&& fn) {
+  for (bool cudnn : {true, false}) {
+    if (!cudnn && !ctx.is_gpu()) break;
+    const bool previous = nd::set_rnn_cudnn(cudnn);
+    BOOST_TEST_CONTEXT((ctx.is_gpu() ? (cudnn ? "cuDNN" : "unfused") : "cpu")) { fn(); }
+    nd::set_rnn_cudnn(previous);
+  }
 }
 
 }  // namespace
@@ -209,7 +219,7 @@ BOOST_AUTO_TEST_SUITE(rnn_op)
 BOOST_AUTO_TEST_CASE(outputs_and_last_states_match_a_float64_loop_of_mxnets_equations) {
   ndg_test::for_each_context([](mx::Context ctx) {
     for (const Case& c : forward_cases()) {
-      BOOST_TEST_CONTEXT(c.str()) {
+      BOOST_TEST_CONTEXT(c.str()) for_each_path(ctx, [&] {
         const Operands o = operands(c, ctx, DType::float32, 7);
         const std::vector<nd::NDArray> y = nd::RNN(o.x, o.w, o.hx, o.cx, c.options());
         BOOST_TEST(y.size() == (c.lstm() ? 3u : 2u));
@@ -222,7 +232,7 @@ BOOST_AUTO_TEST_CASE(outputs_and_last_states_match_a_float64_loop_of_mxnets_equa
         const std::vector<nd::NDArray> alone = nd::RNN(o.x, o.w, o.hx, o.cx, c.options(false));
         BOOST_TEST(alone.size() == 1u);
         ndg_test::check_close(alone[0], want.out, 1e-4, 1e-5);
-      }
+      });
     }
   });
 }
@@ -233,11 +243,11 @@ BOOST_AUTO_TEST_CASE(float64_gradients_match_finite_differences) {
       {"gru", 3, 2, 2, 2, 2, true},
       {"rnn_tanh", 3, 2, 2, 3, 1},
       {"lstm", 3, 2, 2, 3, 1, true, 2},
-      {"lstm", 3, 1, 2, 2, 2, false, 0, true, -1e9, 1e9, true},  // the unfused path on a GPU
+      {"lstm", 4, 2, 2, 3, 1, false, 0, true, -0.1, 0.15},  // clipped
   };
   ndg_test::for_each_context([&](mx::Context ctx) {
     for (const Case& c : cases) {
-      BOOST_TEST_CONTEXT(c.str()) {
+      BOOST_TEST_CONTEXT(c.str()) for_each_path(ctx, [&] {
         const Operands o = operands(c, ctx, DType::float64, 11);
         const mx::Shape out_shape{c.seq, c.batch, c.directions() * c.state()};
         const nd::NDArray head = nd::array(ndg_test::uniform_values(out_shape.numel(), 3), out_shape, ctx, DType::float64);
@@ -282,7 +292,7 @@ BOOST_AUTO_TEST_CASE(float64_gradients_match_finite_differences) {
             }
           }
         }
-      }
+      });
     }
   });
 }
@@ -327,7 +337,7 @@ BOOST_AUTO_TEST_CASE(half_precision_outputs_follow_the_float32_ones) {
   ndg_test::for_each_context([](mx::Context ctx) {
     for (DType dtype : ndg_test::kHalfDTypes) {
       for (const Case& c : {Case{"lstm", 4, 3, 8, 8, 2, true}, Case{"gru", 4, 3, 8, 8, 1}}) {
-        BOOST_TEST_CONTEXT(c.str() << " " << mx::dtype_name(dtype)) {
+        BOOST_TEST_CONTEXT(c.str() << " " << mx::dtype_name(dtype)) for_each_path(ctx, [&] {
           const Operands o = operands(c, ctx, dtype, 9);
           const Result want = reference(c, values(o.x), values(o.w), values(o.hx), c.lstm() ? values(o.cx) : Values{});
           const std::vector<nd::NDArray> y = nd::RNN(o.x, o.w, o.hx, o.cx, c.options());
@@ -335,7 +345,7 @@ BOOST_AUTO_TEST_CASE(half_precision_outputs_follow_the_float32_ones) {
           const double tol = dtype == DType::bfloat16 ? 4e-2 : 5e-3;
           ndg_test::check_close(y[0], want.out, tol, tol);
           ndg_test::check_close(y[1], want.hy, tol, tol);
-        }
+        });
       }
     }
   });
