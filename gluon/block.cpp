@@ -91,6 +91,8 @@ struct Block::Core {
   std::shared_ptr<const graph::Graph> last_graph;
   std::vector<std::pair<std::string, Parameter>> params;                 // short name -> parameter
   std::vector<std::pair<std::string, std::shared_ptr<Block>>> children;  // structural name -> child
+  // short name -> the structural key, where it is not the short name (set_structural_key)
+  std::map<std::string, std::string> structural_keys;
   // Guards graphs, last_graph and the cached graphs' executors: threads that drive several GPUs
   // may call one hybridized block at once (each context has its own graph).
   std::mutex mutex;
@@ -567,9 +569,28 @@ ParameterDict Block::collect_params() const {
 
 std::vector<std::pair<std::string, Parameter>> Block::structural_params(const std::string& prefix) const {
   std::vector<std::pair<std::string, Parameter>> out;
-  for (const auto& [key, param] : core_->params) out.emplace_back(prefix + key, param);
+  for (const auto& [key, param] : core_->params) {
+    const auto renamed = core_->structural_keys.find(key);
+    out.emplace_back(prefix + (renamed == core_->structural_keys.end() ? key : renamed->second), param);
+  }
   for (const auto& [key, child] : core_->children) {
     for (auto& entry : child->structural_params(prefix + key + ".")) out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+void Block::set_structural_key(const std::string& short_name, const std::string& key) {
+  parameter(short_name);  // mx::ValueError for a name the block lacks
+  core_->structural_keys[short_name] = key;
+}
+
+std::vector<std::pair<std::string, Parameter>> Block::structural_aliases(const std::string& prefix) const {
+  std::vector<std::pair<std::string, Parameter>> out;
+  for (const auto& [key, param] : core_->params) {
+    if (core_->structural_keys.count(key)) out.emplace_back(prefix + key, param);
+  }
+  for (const auto& [key, child] : core_->children) {
+    for (auto& entry : child->structural_aliases(prefix + key + ".")) out.push_back(std::move(entry));
   }
   return out;
 }
@@ -613,8 +634,15 @@ void Block::load_parameters(const std::string& path, const std::vector<Context>&
     }
     return false;
   };
+  const auto aliases = structural_aliases();
+  const auto is_alias = [&](const std::string& key) {
+    for (const auto& entry : aliases) {
+      if (entry.first == key) return true;
+    }
+    return false;
+  };
   bool by_name = false;
-  for (const auto& [key, value] : entries) by_name = by_name || !is_structural(key);
+  for (const auto& [key, value] : entries) by_name = by_name || !(is_structural(key) || is_alias(key));
   for (const auto& [key, value] : entries) by_name = by_name && key.find('.') == std::string::npos;
   std::vector<std::vector<std::size_t>> entry_slots(entries.size());
   for (std::size_t j = 0; j < entries.size(); ++j) {
@@ -626,6 +654,10 @@ void Block::load_parameters(const std::string& path, const std::vector<Context>&
     };
     if (!by_name) {
       match(key, false);
+      // a parameter's short name where its structural key is another (an RNN layer's l0_i2h_weight)
+      for (const auto& [alias, param] : aliases) {
+        if (entry_slots[j].empty() && alias == key) match(param.name(), true);
+      }
     } else {
       match(key, true);
       if (entry_slots[j].empty()) match(prefix() + key, true);

@@ -170,6 +170,10 @@ class Block {
   Parameter register_parameter(const std::string& short_name, Shape shape, init::InitializerRef init = {},
                                DType dtype = DType::float32);
   Parameter parameter(const std::string& short_name) const;
+  // The key save_parameters writes for a parameter (and load_parameters reads), where it is not
+  // its short name: MXNet's RNN layers save "l0_i2h_weight" as "_unfused.0.i2h_weight". The
+  // short name is still read as a key.
+  void set_structural_key(const std::string& short_name, const std::string& key);
   // make() run while this block's name_scope() is held: children built in a constructor's member
   // initializer list are named inside this block, as under MXNet's `with self.name_scope():`.
   template <class Make>
@@ -195,6 +199,8 @@ class Block {
   nd::NDArray call_graph(const nd::NDArray& x);
   std::shared_ptr<CachedGraph> trace_forward(const nd::NDArray& x, bool recording, bool input_grad);
   std::shared_ptr<Core> core_;
+  // The parameters whose structural key was changed, under their short names (prefix + short name).
+  std::vector<std::pair<std::string, Parameter>> structural_aliases(const std::string& prefix = "") const;
   void add_child(std::shared_ptr<Block> child, std::string name);
   // A block passed through a reference to its base class would be copied as the base, losing its
   // own forward: mx::ValueError naming both types.

@@ -1,3 +1,4 @@
 #pragma once
-// Everything of mx::gluon::rnn: #include <gluon/rnn.hpp>.
+// Everything of mx::gluon::rnn (cells and layers): #include <gluon/rnn.hpp>.
 #include "gluon/rnn/rnn_cell.hpp"
+#include "gluon/rnn/rnn_layer.hpp"

@@ -381,7 +381,7 @@ NDArray& NDArray::operator/=(double rhs) { update_in_place(BinaryOp::divide, *th
 NDArray& NDArray::fill(double value) {
   detail::check_not_none("fill", *this);
   detail::check_writable("fill", *this);
-  op::invoke_into(op::full_op(), {}, {*this}, op::FillParams{value});
+  op::invoke_into(op::full_op(), {}, {*this}, op::fill_params(value, shape_, dtype_));
   return *this;
 }
 

@@ -3,6 +3,7 @@
 // cuda/ops/creation.cu. _copy's kernel serves every device through the backend's copies.
 #include "ndarray/ops/creation.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ndarray/backend/backend.hpp"
@@ -21,6 +22,14 @@ using nd::NDArray;
 // Ops without inputs write arrays that the caller made: the output is what it is.
 void output_as_given(const Invocation& inv, std::vector<OutputSpec>& out) {
   out = {{inv.outputs.at(0).shape(), inv.outputs[0].dtype()}};
+}
+
+// _full: the output as given, else as its params say.
+void fill_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  if (!inv.outputs.empty()) return output_as_given(inv, out);
+  const auto& p = inv.params.as<FillParams>();
+  if (p.ndim < 0) throw ValueError("_full: the output's shape is not known (neither given nor an attribute)");
+  out = {{Shape(std::vector<std::int64_t>(p.dims, p.dims + p.ndim)), p.dtype}};
 }
 
 void fill_cpu(const ExecContext&, const Invocation& inv) {
@@ -61,7 +70,13 @@ void copy_kernel(const ExecContext& ec, const Invocation& inv) {
 std::vector<NDArray> copy_gradient(const Invocation&, const std::vector<NDArray>& g) { return {g[0]}; }
 
 std::vector<std::pair<std::string, std::string>> fill_attrs(const Params& params) {
-  return {{"value", format_real(params.as<FillParams>().value)}};
+  const auto& p = params.as<FillParams>();
+  std::vector<std::pair<std::string, std::string>> attrs{{"value", format_real(p.value)}};
+  if (p.ndim >= 0) {
+    attrs.emplace_back("shape", Shape(std::vector<std::int64_t>(p.dims, p.dims + p.ndim)).tuple_str());
+    attrs.emplace_back("dtype", dtype_name(p.dtype));
+  }
+  return attrs;
 }
 std::vector<std::pair<std::string, std::string>> arange_attrs(const Params& params) {
   const auto& p = params.as<ArangeParams>();
@@ -71,10 +86,13 @@ std::vector<std::pair<std::string, std::string>> arange_attrs(const Params& para
 // MXNet's attributes, with those of the output (read_output_attrs).
 Params fill_parse(const AttrList& attrs) {
   AttrReader a("_full", attrs);
-  const FillParams p{a.real("value")};
-  read_output_attrs(a);
+  const double value = a.real("value");
+  const std::vector<std::int64_t> shape = a.tuple("shape", {});
+  const bool has_shape = std::any_of(attrs.begin(), attrs.end(), [](const auto& kv) { return kv.first == "shape"; });
+  const DType dtype = a.text("dtype", "None") != "None" ? a.dtype("dtype") : DType::float32;
+  a.ignore({"ctx"});
   a.finish();
-  return p;
+  return has_shape ? fill_params(value, Shape(shape), dtype) : FillParams{value};
 }
 
 // stop and infer_range say how many values, which the output's length gives: ignored. repeat
@@ -93,8 +111,17 @@ Params arange_parse(const AttrList& attrs) {
 
 }  // namespace
 
+FillParams fill_params(double value, const Shape& shape, DType dtype) {
+  FillParams p{value};
+  if (shape.ndim() > 8) return p;  // not carried: the output as given only
+  p.ndim = shape.ndim();
+  p.dtype = dtype;
+  for (int i = 0; i < shape.ndim(); ++i) p.dims[i] = shape[i];
+  return p;
+}
+
 const OpDef& full_op() {
-  static const OpDef def{"_full", &output_as_given, &fill_cpu, NDG_GPU_KERNEL(gpu::fill), nullptr, &fill_attrs,
+  static const OpDef def{"_full", &fill_infer, &fill_cpu, NDG_GPU_KERNEL(gpu::fill), nullptr, &fill_attrs,
                          &fill_parse};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;

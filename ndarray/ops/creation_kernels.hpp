@@ -8,9 +8,16 @@
 
 namespace mx::op {
 
+// The output's shape and dtype ride along (ndim -1: not known, the output as given), as MXNet's
+// _full and _zeros carry theirs, so that a traced graph can plan an array made inside a forward
+// (a recurrent layer's zero states).
 struct FillParams {
   double value = 0;
+  std::int32_t ndim = -1;
+  DType dtype = DType::float32;
+  std::int64_t dims[8] = {};
 };
+FillParams fill_params(double value, const Shape& shape, DType dtype);
 struct ArangeParams {
   double start = 0, step = 1;  // out[i] = start + i * step, computed in double
 };

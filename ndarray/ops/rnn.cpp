@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "ndarray/autograd/autograd.hpp"
@@ -82,11 +83,18 @@ const NDArray& state_cell_of(const Invocation& inv, std::size_t index) {
 // The reserve: cuDNN's where it runs the call, else the unfused path's (RNNReserve). A call with
 // dropout between layers keeps the unfused path's size in both modes (cuDNN runs it in prediction,
 // which needs no reserve), so that a graph replayed in the other mode fits its buffer.
+template <class Query>  // gpu::rnn_cudnn_reserve_bytes, or nullptr in a CPU-only build
+std::int64_t cudnn_reserve(Query query, Context ctx, const RNNParams& p, const RNNDims& dims, DType dtype) {
+  if constexpr (std::is_null_pointer_v<Query>) {
+    return -1;
+  } else {
+    return ctx.is_gpu() ? query(ctx.device_id(), p, dims, dtype) : -1;
+  }
+}
+
 std::int64_t reserve_bytes(Context ctx, const RNNParams& p, const RNNDims& dims, DType dtype) {
-  std::int64_t (*const cudnn_reserve)(int, const RNNParams&, const RNNDims&, DType) =
-      NDG_GPU_KERNEL(gpu::rnn_cudnn_reserve_bytes);
-  if (ctx.is_gpu() && cudnn_reserve && rnn_cudnn_enabled() && !(p.p > 0 && p.num_layers > 1)) {
-    const std::int64_t bytes = cudnn_reserve(ctx.device_id(), p, dims, dtype);
+  if (rnn_cudnn_enabled() && !(p.p > 0 && p.num_layers > 1)) {
+    const std::int64_t bytes = cudnn_reserve(NDG_GPU_KERNEL(gpu::rnn_cudnn_reserve_bytes), ctx, p, dims, dtype);
     if (bytes >= 0) return bytes;
   }
   return RNNReserve(dims).elements() * static_cast<std::int64_t>(dtype_size(dtype));
