@@ -1,7 +1,7 @@
 """PyTorch on the cases of bench/ndarray_bench.cpp (no argument), bench/gluon_bench.cpp ('gluon'),
 bench/conv_bench.cpp ('conv'), bench/hybridize_bench.cpp ('hybridize'), bench/amp_bench.cpp ('amp')
-bench/optimizer_bench.cpp ('optim SHAPES_FILE') or bench/data_bench.cpp ('data_pipeline FOLDER'), on the
-same GPU: prints 'case seconds-per-op'."""
+bench/optimizer_bench.cpp ('optim SHAPES_FILE'), bench/data_bench.cpp ('data_pipeline FOLDER') or
+bench/rnn_bench.cpp ('rnn'), on the same GPU: prints 'case seconds-per-op'."""
 import os
 import statistics
 import sys
@@ -368,6 +368,67 @@ def data_pipeline(folder):
     torch.cuda.synchronize()
     print("data_pipeline", (time.perf_counter() - start) / batches)
 
+class LanguageModel(torch.nn.Module):
+    """rnn_bench's model: Embedding -> nn.LSTM (time-major) -> Linear over every step."""
+
+    def __init__(self, vocab, embed, hidden, layers):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(vocab, embed)
+        self.lstm = torch.nn.LSTM(embed, hidden, layers)
+        self.output = torch.nn.Linear(hidden, vocab)
+
+    def forward(self, x):
+        y, _ = self.lstm(self.embedding(x))
+        return self.output(y.reshape(-1, y.shape[-1]))
+
+
+def rnn():
+    """rnn_bench's cases: the LSTM language model's training step (SGD, clip_grad_norm_ to 1) in
+    float32 with TF32 off, with TF32 on, under bfloat16 autocast; a generation step at batch 1
+    (eager); the LSTM layers' forward and backward; the small model on the CPU."""
+    def train(dev, vocab, embed, hidden, layers, seq, batch, autocast=None, reps=10):
+        net = LanguageModel(vocab, embed, hidden, layers).to(dev)
+        opt = torch.optim.SGD(net.parameters(), lr=1.0)
+        x = torch.randint(0, vocab, (seq, batch), device=dev)
+        y = torch.randint(0, vocab, (seq * batch,), device=dev)
+        loss = torch.nn.CrossEntropyLoss()
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=autocast, enabled=autocast is not None):
+                out = loss(net(x), y)
+            out.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            opt.step()
+        return median_seconds(step, reps, trials=3)
+
+    dev = torch.device("cuda:0")
+    large = (10000, 512, 1024, 2, 64, 64)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    print("lstm_lm_f32", train(dev, *large))
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    print("lstm_lm_tf32", train(dev, *large))
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    print("lstm_lm_bf16", train(dev, *large, autocast=torch.bfloat16))
+    net = LanguageModel(*large[:4]).to(dev).eval()
+    token = torch.tensor([[7]], device=dev)
+
+    def generate():
+        with torch.no_grad():
+            return torch.topk(net(token), 5)
+    print("lstm_generate", median_seconds(generate, 50))
+    lstm = torch.nn.LSTM(512, 1024, 2).to(dev)
+    x = torch.rand(64, 64, 512, device=dev, requires_grad=True)
+
+    def layers():
+        y, _ = lstm(x)
+        y.sum().backward()
+    print("lstm_layers", median_seconds(layers, 10, trials=3))
+    print("lstm_lm_cpu", train(torch.device("cpu"), 1000, 128, 256, 2, 35, 32, reps=3))
+
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "optim":
@@ -375,4 +436,4 @@ if __name__ == "__main__":
     elif len(sys.argv) == 3 and sys.argv[1] == "data_pipeline":
         data_pipeline(sys.argv[2])
     else:
-        {"gluon": gluon, "conv": conv, "hybridize": hybridize, "amp": amp}.get(sys.argv[1] if len(sys.argv) == 2 else "", main)()
+        {"gluon": gluon, "conv": conv, "hybridize": hybridize, "amp": amp, "rnn": rnn}.get(sys.argv[1] if len(sys.argv) == 2 else "", main)()

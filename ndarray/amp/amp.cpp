@@ -11,7 +11,7 @@ namespace {
 thread_local std::optional<DType> current;
 
 const std::vector<const char*> kLowPrecision = {"FullyConnected", "Convolution", "Deconvolution", "dot",
-                                                "batch_dot"};
+                                                "batch_dot", "RNN"};
 const std::vector<const char*> kFloat32 = {"softmax", "log_softmax", "SoftmaxOutput", "exp", "log", "sum"};
 const std::vector<const char*> kWidest = {"add",   "subtract", "multiply",      "divide", "power",
                                           "maximum", "minimum", "equal",       "not_equal", "greater",
