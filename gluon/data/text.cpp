@@ -17,6 +17,12 @@ std::vector<std::string> read_time_machine(const std::string& path) {
   std::vector<std::string> lines;
   std::string line;
   while (std::getline(in, line)) {
+    // Project Gutenberg's edition: the book is what lies between its START and END lines.
+    if (line.rfind("*** START OF", 0) == 0 && line.find("PROJECT GUTENBERG EBOOK") != std::string::npos) {
+      lines.clear();
+      continue;
+    }
+    if (line.rfind("*** END OF", 0) == 0 && line.find("PROJECT GUTENBERG EBOOK") != std::string::npos) break;
     std::string clean;
     bool space = false;
     for (const char c : line) {

@@ -22,8 +22,10 @@
 namespace mx::gluon::data::text {
 
 // The lines of a text file with every run of characters other than A-Z and a-z replaced by one
-// space, stripped and lower-cased (D2L's read_time_machine). mx::FileError naming the file when it
-// cannot be read.
+// space, stripped and lower-cased (D2L's read_time_machine). In Project Gutenberg's edition (a
+// "*** START OF THE/THIS PROJECT GUTENBERG EBOOK ..." line) only the lines between that line and
+// its "*** END OF ..." line are the book's: the text D2L's timemachine.txt holds, which begins "The
+// Time Machine, by H. G. Wells [1898]". mx::FileError naming the file when it cannot be read.
 std::vector<std::string> read_time_machine(const std::string& path);
 
 // Each line's tokens: "word" splits at whitespace, "char" gives each character (D2L's tokenize).

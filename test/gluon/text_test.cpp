@@ -38,6 +38,22 @@ BOOST_AUTO_TEST_CASE(lines_are_cleaned_and_tokenized_as_the_book_does) {
   NDG_CHECK_THROWS_WITH(text::read_time_machine(dir.file("missing.txt")), mx::FileError, "missing.txt");
 }
 
+BOOST_AUTO_TEST_CASE(project_gutenbergs_edition_gives_the_book_alone) {
+  ndg_test::TempDir dir;
+  ndg_test::write_bytes(dir.file("35.txt"),
+                        "Project Gutenberg's The Time Machine, by H. G. Wells\n\nRelease Date: October 2, 2004\n"
+                        "*** START OF THIS PROJECT GUTENBERG EBOOK THE TIME MACHINE ***\n\n"
+                        "The Time Machine, by H. G. Wells [1898]\nI\n"
+                        "*** END OF THIS PROJECT GUTENBERG EBOOK THE TIME MACHINE ***\nEnd of the License\n");
+  BOOST_TEST(text::read_time_machine(dir.file("35.txt")) ==
+                 (std::vector<std::string>{"", "the time machine by h g wells", "i"}),
+             tt::per_element());
+  // Without the markers every line counts, whatever it says of Project Gutenberg.
+  ndg_test::write_bytes(dir.file("t.txt"), "*** END OF the text ***\nProject Gutenberg\n");
+  BOOST_TEST(text::read_time_machine(dir.file("t.txt")) == (std::vector<std::string>{"end of the text", "project gutenberg"}),
+             tt::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(the_vocabulary_orders_tokens_by_frequency) {
   // a 3 times, b 2, c 2 (b seen first), d 1.
   const std::vector<std::vector<std::string>> tokens{{"b", "a", "c"}, {"a", "d", "c", "b", "a"}};
