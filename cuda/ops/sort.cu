@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "cuda/launch.hpp"
 #include "cuda/module_preload.hpp"
@@ -29,44 +30,45 @@ __device__ K sort_key(K v) {
   return v;
 }
 
-// Floating keys are sorted as unsigned integers of the same order (the radix sort's bit twiddle:
-// negative values' bits inverted, positive ones' sign bit set): CUB sorts short segments by
-// comparisons, under which NaN would compare equal to everything and leave a row unsorted.
+// Every key is sorted as an unsigned integer of the same order, so that CUB sorts only two key
+// types, ascending, whatever the data's dtype and the direction (its segmented sort compiles for
+// minutes per key type and direction):
+//   floating   the radix sort's bit twiddle, negative values' bits inverted, positive ones' sign bit
+//              set (CUB sorts short segments by comparisons, under which NaN would compare equal to
+//              everything and leave a row unsorted);
+//   signed     the sign bit flipped;  unsigned  widened;
+// and a descending sort is the ascending sort of the keys' complements (~u reverses the order and
+// keeps ties tied, so that the stable sort still takes them in order of position).
 template <class K>
 struct OrderedKey {
-  using type = K;
-};
-template <>
-struct OrderedKey<float> {
-  using type = std::uint32_t;
-};
-template <>
-struct OrderedKey<double> {
-  using type = std::uint64_t;
+  using type = std::conditional_t<sizeof(K) == 8, std::uint64_t, std::uint32_t>;
 };
 
 template <class K>
-__device__ typename OrderedKey<K>::type ordered_key(K v) {
+__device__ typename OrderedKey<K>::type ordered_key(K v, bool descending) {
+  using U = typename OrderedKey<K>::type;
+  constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
+  U u;
   if constexpr (std::is_floating_point_v<K>) {
-    using U = typename OrderedKey<K>::type;
     v = sort_key(v);
-    U u;
     memcpy(&u, &v, sizeof u);
-    constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
-    return (u & sign) ? ~u : (u | sign);
+    u = (u & sign) ? ~u : (u | sign);
+  } else if constexpr (std::is_signed_v<K>) {
+    u = static_cast<U>(v) ^ sign;
   } else {
-    return v;
+    u = static_cast<U>(v);
   }
+  return descending ? ~u : u;
 }
 
 // Row r = (outer, inner) of the data as segment r: keys, positions 0..length-1, and the segments'
 // begin offsets (offsets[rows] = n closes the last).
 template <class T, class K>
 __global__ void gather_rows(typename OrderedKey<K>::type* keys, std::int32_t* positions, std::int64_t* offsets,
-                            const T* data, SortShape s, std::int64_t n) {
+                            const T* data, SortShape s, std::int64_t n, bool descending) {
   for (std::int64_t i = cuda::global_thread(); i < n; i += cuda::grid_stride()) {
     const std::int64_t row = i / s.length, j = i % s.length, o = row / s.inner, in = row % s.inner;
-    keys[i] = ordered_key(static_cast<K>(data[(o * s.length + j) * s.inner + in]));
+    keys[i] = ordered_key(static_cast<K>(data[(o * s.length + j) * s.inner + in]), descending);
     positions[i] = static_cast<std::int32_t>(j);
     if (j == 0) offsets[row] = i;
     if (i == 0) offsets[n / s.length] = n;
@@ -101,19 +103,15 @@ __global__ void scatter_sorted(T* dx, const T* g, const I* index, SortShape s, s
 
 std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-// The stable segmented sort of `rows` segments of `length` keys with their positions, ascending or
-// descending; the sorted positions land in `order_out`.
+// The stable ascending segmented sort of `rows` segments of `length` keys with their positions;
+// the sorted positions land in `order_out`.
 template <class K>
 void sort_segments(const ExecContext& ec, const char* op, const K* keys, K* keys_out, const std::int32_t* positions,
-                   std::int32_t* order_out, std::int64_t n, std::int64_t rows, const std::int64_t* offsets, bool ascending,
-                   void* temp, std::size_t& temp_bytes) {
-  const cudaStream_t stream = cuda::stream_of(ec);
-  const cudaError_t status =
-      ascending ? cub::DeviceSegmentedSort::StableSortPairs(temp, temp_bytes, keys, keys_out, positions, order_out, n, rows,
-                                                            offsets, offsets + 1, stream)
-                : cub::DeviceSegmentedSort::StableSortPairsDescending(temp, temp_bytes, keys, keys_out, positions, order_out,
-                                                                      n, rows, offsets, offsets + 1, stream);
-  cuda::check(status, op);
+                   std::int32_t* order_out, std::int64_t n, std::int64_t rows, const std::int64_t* offsets, void* temp,
+                   std::size_t& temp_bytes) {
+  cuda::check(cub::DeviceSegmentedSort::StableSortPairs(temp, temp_bytes, keys, keys_out, positions, order_out, n, rows,
+                                                        offsets, offsets + 1, cuda::stream_of(ec)),
+              op);
 }
 
 }  // namespace
@@ -133,8 +131,7 @@ void sort_rows(const ExecContext& ec, const Invocation& inv, SortShape s, std::i
   const std::size_t position_bytes = aligned(static_cast<std::size_t>(n) * sizeof(std::int32_t));
   const std::size_t offset_bytes = aligned(static_cast<std::size_t>(rows + 1) * sizeof(std::int64_t));
   std::size_t temp_bytes = 0;
-  sort_segments<U>(ec, inv.op->name, nullptr, nullptr, nullptr, nullptr, n, rows, nullptr, p.is_ascend, nullptr,
-                   temp_bytes);
+  sort_segments<U>(ec, inv.op->name, nullptr, nullptr, nullptr, nullptr, n, rows, nullptr, nullptr, temp_bytes);
   const Workspace ws(ec, 2 * key_bytes + 2 * position_bytes + offset_bytes + temp_bytes);
   char* at = ws.as<char>();
   U* keys = reinterpret_cast<U*>(at);
@@ -144,8 +141,8 @@ void sort_rows(const ExecContext& ec, const Invocation& inv, SortShape s, std::i
   auto* offsets = reinterpret_cast<std::int64_t*>(at + 2 * key_bytes + 2 * position_bytes);
   void* temp = at + 2 * key_bytes + 2 * position_bytes + offset_bytes;
   const T* data = static_cast<const T*>(inv.inputs[0].data());
-  cuda::launch(ec, inv.op->name, n, &gather_rows<T, K>, keys, positions, offsets, data, s, n);
-  sort_segments<U>(ec, inv.op->name, keys, keys_out, positions, order, n, rows, offsets, p.is_ascend, temp, temp_bytes);
+  cuda::launch(ec, inv.op->name, n, &gather_rows<T, K>, keys, positions, offsets, data, s, n, !p.is_ascend);
+  sort_segments<U>(ec, inv.op->name, keys, keys_out, positions, order, n, rows, offsets, temp, temp_bytes);
   cuda::launch(ec, inv.op->name, n, &write_sorted<T, I>, static_cast<T*>(output(o.values)),
                static_cast<I*>(output(o.indices)), static_cast<T*>(output(o.mask)), data, order, s, n);
 }
