@@ -49,6 +49,19 @@ __global__ void map_elements(T* out, const T* in, std::int64_t n, bool packed, F
   for (std::int64_t i = packs * P::size + global_thread(); i < n; i += grid_stride()) out[i] = f(in[i]);
 }
 
+// The max and the sum of v over the 32 lanes of a warp, in every lane (a warp per row: softmax,
+// the normalisation ops).
+template <class T>
+__device__ __forceinline__ T warp_max(T v) {
+  for (int offset = 16; offset > 0; offset /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+template <class T>
+__device__ __forceinline__ T warp_sum(T v) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
 // The sum of every thread's v over a block of kThreads, in a fixed order (the same bits every
 // run); valid in thread 0.
 __device__ __forceinline__ double block_sum(double v) {

@@ -21,6 +21,7 @@
 #include "ndarray/ops/linalg.hpp"
 #include "ndarray/ops/manipulation.hpp"
 #include "ndarray/ops/nn.hpp"
+#include "ndarray/ops/norm.hpp"
 #include "ndarray/ops/optimizer.hpp"
 #include "ndarray/ops/random.hpp"
 #include "ndarray/ops/reduce.hpp"

@@ -15,81 +15,65 @@ namespace {
 
 using cuda::global_thread;
 using cuda::grid_stride;
+using cuda::warp_max;
+using cuda::warp_sum;
 
+// One warp per line of `length` contiguous elements, its first line_length(...) taking part.
 template <class T>
-__device__ T warp_max(T v) {
-  for (int offset = 16; offset > 0; offset /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  return v;
-}
-template <class T>
-__device__ T warp_sum(T v) {
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
-// One warp per line of `length` contiguous elements.
-template <class T>
-__global__ void softmax_rows(const T* x, T* y, std::int64_t rows, std::int64_t length, bool log) {
+__global__ void softmax_rows(const T* x, T* y, std::int64_t rows, std::int64_t length, LineLengths lengths, bool log,
+                             ComputeType<T> inv_t) {
   const int lane = threadIdx.x % 32;
   for (std::int64_t row = global_thread() / 32; row < rows; row += grid_stride() / 32) {
     using A = ComputeType<T>;  // float for float16 and bfloat16
     const T* in = x + row * length;
     T* out = y + row * length;
+    const std::int64_t n = line_length(lengths, row, length);
     A max = -INFINITY;
-    for (std::int64_t k = lane; k < length; k += 32) max = fmax(max, A(in[k]));
+    for (std::int64_t k = lane; k < n; k += 32) max = fmax(max, A(in[k]));
     max = warp_max(max);
     A sum = 0;
-    for (std::int64_t k = lane; k < length; k += 32) sum += exp(A(in[k]) - max);
+    for (std::int64_t k = lane; k < n; k += 32) sum += exp((A(in[k]) - max) * inv_t);
     sum = warp_sum(sum);
     const A log_sum = ::log(sum);
     for (std::int64_t k = lane; k < length; k += 32) {
-      out[k] = static_cast<T>(log ? A(in[k]) - max - log_sum : exp(A(in[k]) - max) / sum);
+      const A shifted = (A(in[k]) - max) * inv_t;
+      out[k] = k < n ? static_cast<T>(log ? shifted - log_sum : exp(shifted) / sum) : T(0);
     }
   }
 }
 
 // One thread per (outer, inner) line, elements `inner` apart.
 template <class T>
-__global__ void softmax_lines(const T* x, T* y, ReduceShape s, bool log) {
+__global__ void softmax_lines(const T* x, T* y, ReduceShape s, LineLengths lengths, bool log, ComputeType<T> inv_t) {
   const std::int64_t lines = s.outer * s.inner;
   for (std::int64_t line = global_thread(); line < lines; line += grid_stride()) {
-    const std::int64_t o = line / s.inner, i = line % s.inner;
-    using A = ComputeType<T>;
-    const T* in = x + o * s.length * s.inner + i;
-    T* out = y + o * s.length * s.inner + i;
-    A max = in[0];
-    for (std::int64_t k = 1; k < s.length; ++k) max = fmax(max, A(in[k * s.inner]));
-    A sum = 0;
-    for (std::int64_t k = 0; k < s.length; ++k) sum += exp(A(in[k * s.inner]) - max);
-    const A log_sum = ::log(sum);
-    for (std::int64_t k = 0; k < s.length; ++k) {
-      const A shifted = A(in[k * s.inner]) - max;
-      out[k * s.inner] = static_cast<T>(log ? shifted - log_sum : exp(shifted) / sum);
-    }
+    softmax_line(x, y, s, line, line_length(lengths, line, s.length), log, inv_t);
   }
 }
 
 // Backward, one warp per line of `length` contiguous elements: the line's sum, then dx.
 template <class T>
-__global__ void softmax_backward_rows(const T* g, const T* y, T* dx, std::int64_t rows, std::int64_t length, bool log) {
+__global__ void softmax_backward_rows(const T* g, const T* y, T* dx, std::int64_t rows, std::int64_t length,
+                                      LineLengths lengths, bool log, ComputeType<T> inv_t) {
   const int lane = threadIdx.x % 32;
   for (std::int64_t row = global_thread() / 32; row < rows; row += grid_stride() / 32) {
-    const std::int64_t start = row * length;
+    const std::int64_t start = row * length, n = line_length(lengths, row, length);
     ComputeType<T> sum = 0;
-    for (std::int64_t k = lane; k < length; k += 32) sum += softmax_backward_term(g[start + k], y[start + k], log);
+    for (std::int64_t k = lane; k < n; k += 32) sum += softmax_backward_term(g[start + k], y[start + k], log);
     sum = warp_sum(sum);
     for (std::int64_t k = lane; k < length; k += 32) {
-      dx[start + k] = softmax_backward_element(g[start + k], y[start + k], sum, log);
+      dx[start + k] = k < n ? softmax_backward_element(g[start + k], y[start + k], sum, log, inv_t) : T(0);
     }
   }
 }
 
 // Backward, one thread per (outer, inner) line, elements `inner` apart.
 template <class T>
-__global__ void softmax_backward_lines(const T* g, const T* y, T* dx, ReduceShape s, bool log) {
+__global__ void softmax_backward_lines(const T* g, const T* y, T* dx, ReduceShape s, LineLengths lengths, bool log,
+                                       ComputeType<T> inv_t) {
   const std::int64_t lines = s.outer * s.inner;
   for (std::int64_t line = global_thread(); line < lines; line += grid_stride()) {
-    softmax_backward_line(g, y, dx, s, line, log);
+    softmax_backward_line(g, y, dx, s, line, line_length(lengths, line, s.length), log, inv_t);
   }
 }
 
@@ -155,32 +139,38 @@ void softmax(const ExecContext& ec, const Invocation& inv) {
   const auto& p = inv.params.as<SoftmaxParams>();
   const ReduceShape s = softmax_shape(inv);
   if (s.length == 0) return;
+  const LineLengths lengths = line_lengths(inv, 1);
   dispatch_floating(inv.inputs[0].dtype(), inv.op->name, [&](auto tag) {
     using T = decltype(tag);
     const T* x = static_cast<const T*>(inv.inputs[0].data());
     T* y = static_cast<T*>(inv.outputs[0].data());
+    const auto inv_t = static_cast<ComputeType<T>>(1.0 / p.temperature);
     if (s.inner == 1) {
-      cuda::launch(ec, inv.op->name, s.outer * 32, &softmax_rows<T>, x, y, s.outer, s.length, p.log);
+      cuda::launch(ec, inv.op->name, s.outer * 32, &softmax_rows<T>, x, y, s.outer, s.length, lengths, p.log, inv_t);
     } else {
-      cuda::launch(ec, inv.op->name, s.outer * s.inner, &softmax_lines<T>, x, y, s, p.log);
+      cuda::launch(ec, inv.op->name, s.outer * s.inner, &softmax_lines<T>, x, y, s, lengths, p.log, inv_t);
     }
   });
 }
 
-// _backward_softmax / _backward_log_softmax: inputs (g, y), output dx.
+// _backward_softmax / _backward_log_softmax: inputs (g, y) and with use_length the lengths, output dx.
 void softmax_backward(const ExecContext& ec, const Invocation& inv) {
   const auto& p = inv.params.as<SoftmaxParams>();
   const ReduceShape s = softmax_shape(inv);
   if (s.length == 0) return;
+  const LineLengths lengths = line_lengths(inv, 2);
   dispatch_floating(inv.inputs[0].dtype(), inv.op->name, [&](auto tag) {
     using T = decltype(tag);
     const T* g = static_cast<const T*>(inv.inputs[0].data());
     const T* y = static_cast<const T*>(inv.inputs[1].data());
     T* dx = static_cast<T*>(inv.outputs[0].data());
+    const auto inv_t = static_cast<ComputeType<T>>(1.0 / p.temperature);
     if (s.inner == 1) {
-      cuda::launch(ec, inv.op->name, s.outer * 32, &softmax_backward_rows<T>, g, y, dx, s.outer, s.length, p.log);
+      cuda::launch(ec, inv.op->name, s.outer * 32, &softmax_backward_rows<T>, g, y, dx, s.outer, s.length, lengths,
+                   p.log, inv_t);
     } else {
-      cuda::launch(ec, inv.op->name, s.outer * s.inner, &softmax_backward_lines<T>, g, y, dx, s, p.log);
+      cuda::launch(ec, inv.op->name, s.outer * s.inner, &softmax_backward_lines<T>, g, y, dx, s, lengths, p.log,
+                   inv_t);
     }
   });
 }

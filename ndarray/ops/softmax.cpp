@@ -21,65 +21,83 @@ namespace {
 using nd::NDArray;
 
 
-// The CPU reference: each (outer, inner) line of `length` elements, max-shifted so that exp
-// cannot overflow.
-template <class T>
-void softmax_cpu_loop(const T* x, T* y, ReduceShape s, bool log) {
-  const std::int64_t lines = s.outer * s.inner;
-  parallel_for(lines, [&](std::int64_t line) {
-    const std::int64_t o = line / s.inner, i = line % s.inner;
-    const T* in = x + o * s.length * s.inner + i;
-    T* out = y + o * s.length * s.inner + i;
-    using A = ComputeType<T>;  // float for float16 and bfloat16
-    A max = in[0];
-    for (std::int64_t k = 1; k < s.length; ++k) max = A(in[k * s.inner]) > max ? A(in[k * s.inner]) : max;
-    A sum = 0;
-    for (std::int64_t k = 0; k < s.length; ++k) sum += std::exp(A(in[k * s.inner]) - max);
-    const A log_sum = std::log(sum);
-    for (std::int64_t k = 0; k < s.length; ++k) {
-      const A shifted = A(in[k * s.inner]) - max;
-      out[k * s.inner] = static_cast<T>(log ? shifted - log_sum : std::exp(shifted) / sum);
-    }
-  }, lines * s.length);
-}
+ComputeType<double> inverse_temperature(const SoftmaxParams& p) { return 1.0 / p.temperature; }
 
+// The CPU reference: each (outer, inner) line (softmax_line).
 void softmax_cpu(const ExecContext&, const Invocation& inv) {
   const auto& p = inv.params.as<SoftmaxParams>();
   const ReduceShape s = softmax_shape(inv);
   if (s.length == 0 || inv.outputs[0].size() == 0) return;
+  const LineLengths lengths = line_lengths(inv, 1);
+  const std::int64_t lines = s.outer * s.inner;
   dispatch_floating(inv.inputs[0].dtype(), inv.op->name, [&](auto tag) {
     using T = decltype(tag);
-    softmax_cpu_loop(static_cast<const T*>(inv.inputs[0].data()), static_cast<T*>(inv.outputs[0].data()), s, p.log);
+    const T* x = static_cast<const T*>(inv.inputs[0].data());
+    T* y = static_cast<T*>(inv.outputs[0].data());
+    const auto inv_t = static_cast<ComputeType<T>>(inverse_temperature(p));
+    parallel_for(lines, [&](std::int64_t line) {
+      softmax_line(x, y, s, line, line_length(lengths, line, s.length), p.log, inv_t);
+    }, lines * s.length);
   });
+}
+
+// Data of shape S, and with use_length lengths of S without the axis ((1,) for 1-D data).
+Shape lengths_shape(const Shape& data, int axis) {
+  std::vector<std::int64_t> dims;
+  for (int a = 0; a < data.ndim(); ++a) {
+    if (a != axis) dims.push_back(data[a]);
+  }
+  return dims.empty() ? Shape{1} : Shape(dims);
+}
+
+void check_lengths(const Invocation& inv, const NDArray& data, std::size_t input) {
+  const auto& p = inv.params.as<SoftmaxParams>();
+  if (!(p.temperature > 0)) {
+    throw ValueError(std::string(inv.op->name) + ": temperature must be positive, got " + format_real(p.temperature));
+  }
+  const bool given = inv.inputs.size() > input && !inv.inputs[input].is_none();
+  if (!p.use_length) {
+    if (given) throw ValueError(std::string(inv.op->name) + ": a length input needs use_length=True");
+    return;
+  }
+  if (!given) throw ValueError(std::string(inv.op->name) + ": use_length=True needs a length input");
+  const NDArray& length = inv.inputs[input];
+  const Shape want = lengths_shape(data.shape(), normalize_axis(inv.op->name, p.axis, data.shape()));
+  if (length.shape() != want) {
+    throw ShapeError(std::string(inv.op->name) + ": length " + nd::describe(length) + " does not fit data " +
+                     nd::describe(data) + "; expected " + want.tuple_str() + ", one length per line along axis " +
+                     std::to_string(p.axis));
+  }
 }
 
 void softmax_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   const NDArray& x = inv.inputs[0];
   nd::check_floating(inv.op->name, x);
   normalize_axis(inv.op->name, inv.params.as<SoftmaxParams>().axis, x.shape());
+  check_lengths(inv, x, 1);
   out = {{x.shape(), x.dtype()}};
 }
 
 // The backward ops' CPU reference: per (outer, inner) line, the sum of the terms, then dx.
-template <class T>
-void softmax_backward_cpu_loop(const T* g, const T* y, T* dx, ReduceShape s, bool log) {
-  const std::int64_t lines = s.outer * s.inner;
-  parallel_for(lines, [&](std::int64_t line) { softmax_backward_line(g, y, dx, s, line, log); },
-               lines * s.length);
-}
-
 void softmax_backward_cpu(const ExecContext&, const Invocation& inv) {
   const auto& p = inv.params.as<SoftmaxParams>();
   const ReduceShape s = softmax_shape(inv);
   if (inv.outputs[0].size() == 0) return;
+  const LineLengths lengths = line_lengths(inv, 2);
+  const std::int64_t lines = s.outer * s.inner;
   dispatch_floating(inv.inputs[0].dtype(), inv.op->name, [&](auto tag) {
     using T = decltype(tag);
-    softmax_backward_cpu_loop(static_cast<const T*>(inv.inputs[0].data()), static_cast<const T*>(inv.inputs[1].data()),
-                              static_cast<T*>(inv.outputs[0].data()), s, p.log);
+    const T *g = static_cast<const T*>(inv.inputs[0].data()), *y = static_cast<const T*>(inv.inputs[1].data());
+    T* dx = static_cast<T*>(inv.outputs[0].data());
+    const auto inv_t = static_cast<ComputeType<T>>(inverse_temperature(p));
+    parallel_for(lines, [&](std::int64_t line) {
+      softmax_backward_line(g, y, dx, s, line, line_length(lengths, line, s.length), p.log, inv_t);
+    }, lines * s.length);
   });
 }
 
-// _backward_softmax / _backward_log_softmax: inputs (g, y), output dx of y's shape and dtype.
+// _backward_softmax / _backward_log_softmax: inputs (g, y) and with use_length the lengths, output
+// dx of y's shape and dtype.
 void softmax_backward_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   const NDArray &g = inv.inputs[0], &y = inv.inputs[1];
   nd::check_floating(inv.op->name, y);
@@ -89,24 +107,32 @@ void softmax_backward_infer(const Invocation& inv, std::vector<OutputSpec>& out)
                      nd::describe(y));
   }
   normalize_axis(inv.op->name, inv.params.as<SoftmaxParams>().axis, y.shape());
+  check_lengths(inv, y, 2);
   out = {{y.shape(), y.dtype()}};
 }
 
 std::vector<std::pair<std::string, std::string>> softmax_attrs(const Params& params) {
-  return {{"axis", std::to_string(params.as<SoftmaxParams>().axis)}};
+  const auto& p = params.as<SoftmaxParams>();
+  std::vector<std::pair<std::string, std::string>> attrs{{"axis", std::to_string(p.axis)}};
+  if (p.temperature != 1) attrs.emplace_back("temperature", format_real(p.temperature));
+  if (p.use_length) attrs.emplace_back("use_length", format_bool(true));
+  return attrs;
 }
 
-// MXNet's attributes (also its backward ops'). temperature other than 1, use_length (a length
-// input) and dtype (a result of another dtype than the input's) are refused.
+// MXNet's attributes: axis, temperature (None: 1), use_length (a second input of lengths). dtype
+// (a result of another dtype than the input's) is refused.
 template <bool log>
 Params softmax_parse(const AttrList& attrs) {
   AttrReader a(log ? "log_softmax" : "softmax", attrs);
-  const int axis = a.axis("axis", -1);
-  if (a.real("temperature", 1.0) != 1.0) a.fail("temperature", "is not supported: ndgluon divides by 1");
-  if (a.boolean("use_length", false)) a.fail("use_length", "is not supported: the op takes no length input");
+  SoftmaxParams p;
+  p.axis = a.axis("axis", -1);
+  p.log = log;
+  p.temperature = a.real("temperature", 1.0);
+  if (!(p.temperature > 0)) a.fail("temperature", "must be positive");
+  p.use_length = a.boolean("use_length", false);
   if (!a.text("dtype", "").empty()) a.fail("dtype", "is not supported: the result has the input's dtype");
   a.finish();
-  return SoftmaxParams{axis, log};
+  return p;
 }
 
 const OpDef& softmax_backward_def() {
@@ -122,11 +148,14 @@ const OpDef& log_softmax_backward_def() {
   return def;
 }
 
-// One backward op on the recorded output: dx = g - exp(y) * sum(g) (log_softmax), y * (g - sum(g * y))
-// (softmax), sums along the axis.
+// One backward op on the recorded output: dx = (g - exp(y) * sum(g)) / t (log_softmax),
+// y * (g - sum(g * y)) / t (softmax), sums along the axis over each line's length; the lengths
+// get no gradient.
 std::vector<NDArray> softmax_gradient(const Invocation& inv, const std::vector<NDArray>& g) {
   const auto& p = inv.params.as<SoftmaxParams>();
-  return {invoke1(p.log ? log_softmax_backward_def() : softmax_backward_def(), {g[0], inv.outputs[0]}, p)};
+  const OpDef& backward = p.log ? log_softmax_backward_def() : softmax_backward_def();
+  if (!p.use_length) return {invoke1(backward, {g[0], inv.outputs[0]}, p)};
+  return {invoke1(backward, {g[0], inv.outputs[0], inv.inputs[1]}, p), NDArray()};
 }
 
 const OpDef& softmax_def() {
@@ -294,6 +323,11 @@ const OpDef& softmax_output_def() {
 
 }  // namespace
 
+LineLengths line_lengths(const Invocation& inv, std::size_t input) {
+  if (!inv.params.as<SoftmaxParams>().use_length) return {};
+  return {inv.inputs[input].data(), inv.inputs[input].dtype()};
+}
+
 ReduceShape softmax_shape(const Invocation& inv) {
   const Shape& shape = inv.inputs[0].shape();
   return around_axis(shape, normalize_axis(inv.op->name, inv.params.as<SoftmaxParams>().axis, shape));
@@ -303,14 +337,26 @@ ReduceShape softmax_shape(const Invocation& inv) {
 
 namespace mx::nd {
 
-NDArray softmax(const NDArray& x, int axis) {
+NDArray softmax(const NDArray& x, int axis, double temperature) {
   check_not_none("softmax", x);
-  return op::invoke1(op::softmax_def(), {x}, op::SoftmaxParams{axis, false});
+  return op::invoke1(op::softmax_def(), {x}, op::SoftmaxParams{axis, false, false, temperature});
 }
 
-NDArray log_softmax(const NDArray& x, int axis) {
+NDArray log_softmax(const NDArray& x, int axis, double temperature) {
   check_not_none("log_softmax", x);
-  return op::invoke1(op::log_softmax_def(), {x}, op::SoftmaxParams{axis, true});
+  return op::invoke1(op::log_softmax_def(), {x}, op::SoftmaxParams{axis, true, false, temperature});
+}
+
+NDArray softmax(const NDArray& x, const NDArray& length, int axis, double temperature) {
+  check_not_none("softmax", x);
+  check_not_none("softmax", length);
+  return op::invoke1(op::softmax_def(), {x, length}, op::SoftmaxParams{axis, false, true, temperature});
+}
+
+NDArray log_softmax(const NDArray& x, const NDArray& length, int axis, double temperature) {
+  check_not_none("log_softmax", x);
+  check_not_none("log_softmax", length);
+  return op::invoke1(op::log_softmax_def(), {x, length}, op::SoftmaxParams{axis, true, true, temperature});
 }
 
 NDArray SoftmaxOutput(const NDArray& data, const NDArray& label, const SoftmaxOutputOptions& options) {

@@ -8,10 +8,17 @@
 
 namespace mx::nd {
 
-// exp(x) / sum(exp(x)) along axis, computed from x - max(x) so that it cannot overflow.
-NDArray softmax(const NDArray& x, int axis = -1);
-// x - max - log(sum(exp(x - max))) along axis: the numerically stable log of softmax.
-NDArray log_softmax(const NDArray& x, int axis = -1);
+// exp(x / t) / sum(exp(x / t)) along axis, computed from x - max(x) so that it cannot overflow
+// (t, the temperature, > 0: mx::ValueError otherwise).
+NDArray softmax(const NDArray& x, int axis = -1, double temperature = 1.0);
+// (x - max) / t - log(sum(exp((x - max) / t))) along axis: the numerically stable log of softmax.
+NDArray log_softmax(const NDArray& x, int axis = -1, double temperature = 1.0);
+// The same over each line's first length[line] elements, the others 0 in the result and its
+// gradient (MXNet's use_length=True): length has x's shape without `axis` ((1,) for 1-D x), any
+// dtype, each value truncated and clipped to [0, x.shape[axis]]. A length of another shape:
+// mx::ShapeError naming both.
+NDArray softmax(const NDArray& x, const NDArray& length, int axis = -1, double temperature = 1.0);
+NDArray log_softmax(const NDArray& x, const NDArray& length, int axis = -1, double temperature = 1.0);
 // SoftmaxOutput's attributes, MXNet's names and defaults.
 struct SoftmaxOutputOptions {
   double grad_scale = 1.0;

@@ -34,6 +34,22 @@ mx::nd::NDArray random_array(const mx::Shape& shape, mx::Context ctx, unsigned s
   return mx::nd::array(v.data(), mx::DType::float64, shape, ctx, mx::DType::float32);
 }
 
+mx::nd::NDArray array_of(const Values& v, const mx::Shape& shape, mx::Context ctx, mx::DType dtype) {
+  return mx::nd::array(v.data(), mx::DType::float64, shape, ctx, dtype);
+}
+
+Values numeric_gradient(const std::function<double(const Values&)>& f, const Values& x, double h) {
+  Values grad(x.size()), probe = x;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    probe[i] = x[i] + h;
+    const double up = f(probe);
+    probe[i] = x[i] - h;
+    grad[i] = (up - f(probe)) / (2 * h);
+    probe[i] = x[i];
+  }
+  return grad;
+}
+
 Values uniform_values(std::size_t n, unsigned seed) {
   std::mt19937 engine(seed);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);

@@ -2,6 +2,7 @@
 // Reading arrays back in tests: their values as doubles, their float32 bit patterns, and the
 // element-wise closeness check the numeric suites share.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,12 @@ Values uniform_values(std::size_t n, unsigned seed);
 
 // A float32 array of `shape` on ctx holding uniform_values(numel, seed).
 mx::nd::NDArray random_array(const mx::Shape& shape, mx::Context ctx, unsigned seed);
+
+// An array of `shape` on ctx holding v, converted to dtype.
+mx::nd::NDArray array_of(const Values& v, const mx::Shape& shape, mx::Context ctx, mx::DType dtype = mx::DType::float32);
+
+// The gradient of f at x by central differences of step h, one coordinate at a time.
+Values numeric_gradient(const std::function<double(const Values&)>& f, const Values& x, double h = 1e-6);
 
 // Every element finite and |got - want| <= atol + rtol * |want|, naming the first elements that
 // are not.

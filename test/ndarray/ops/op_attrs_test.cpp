@@ -218,7 +218,15 @@ const std::map<std::string, AttrList>& samples() {
       {"RNN", {{"state_size", "8"}, {"num_layers", "2"}, {"bidirectional", "True"}, {"mode", "lstm"}, {"p", "0.2"},
                {"state_outputs", "True"}, {"projection_size", "4"}, {"lstm_state_clip_min", "-1"},
                {"lstm_state_clip_max", "1.5"}, {"lstm_state_clip_nan", "True"}}},
-      {"_backward_RNN", {{"state_size", "4"}, {"num_layers", "1"}, {"mode", "gru"}}}};
+      {"_backward_RNN", {{"state_size", "4"}, {"num_layers", "1"}, {"mode", "gru"}}},
+      {"softmax", {{"axis", "1"}, {"temperature", "2.5"}, {"use_length", "True"}, {"dtype", "None"}}},
+      {"_backward_log_softmax", {{"axis", "-1"}, {"temperature", "0.5"}, {"use_length", "True"}}},
+      {"LayerNorm", {{"axis", "1"}, {"eps", "1e-12"}, {"output_mean_var", "True"}}},
+      {"_backward_LayerNorm", {{"axis", "-1"}}},
+      {"GroupNorm", {{"num_groups", "4"}, {"eps", "0.001"}}},
+      {"_backward_GroupNorm", {{"num_groups", "2"}, {"output_mean_var", "False"}}},
+      {"InstanceNorm", {{"eps", "1e-05"}}},
+      {"_backward_InstanceNorm", {}}};
   return s;
 }
 
@@ -559,7 +567,8 @@ BOOST_AUTO_TEST_CASE(bad_or_unknown_attributes_throw_value_errors_naming_op_attr
   NDG_CHECK_THROWS_WITH(parsed("Cast", {{"dtype", "int8"}}), mx::ValueError, "Cast", "dtype", "int8");
   NDG_CHECK_THROWS_WITH(parsed("sum", {{"axis", "(0, 1)"}}), mx::ValueError, "sum", "axis", "(0, 1)");
   NDG_CHECK_THROWS_WITH(parsed("max", {{"exclude", "True"}}), mx::ValueError, "max", "exclude");
-  NDG_CHECK_THROWS_WITH(parsed("softmax", {{"temperature", "2.0"}}), mx::ValueError, "softmax", "temperature", "2.0");
+  NDG_CHECK_THROWS_WITH(parsed("softmax", {{"temperature", "-2.5"}}), mx::ValueError, "softmax", "temperature", "-2.5");
+  NDG_CHECK_THROWS_WITH(parsed("log_softmax", {{"dtype", "float16"}}), mx::ValueError, "log_softmax", "dtype");
   NDG_CHECK_THROWS_WITH(parsed("pick", {{"axis", "None"}}), mx::ValueError, "pick", "axis", "None");
   NDG_CHECK_THROWS_WITH(parsed("slice_axis", {{"axis", "0"}, {"begin", "x"}, {"end", "None"}}), mx::ValueError,
                         "slice_axis", "begin", "x");

@@ -325,4 +325,84 @@ BOOST_AUTO_TEST_CASE(softmax_output_errors_name_the_op) {
                         "SoftmaxOutput", "int32");
 }
 
+// use_length and temperature: each line's first n elements in a softmax of x / t, the rest 0,
+// against a float64 loop, on the last axis (a warp per row on a GPU) and on axis 1 (a thread per
+// line), lengths in several dtypes; gradients against finite differences.
+namespace {
+
+// softmax(x / t) (or its log) of (outer, L, inner) along the middle axis over lengths n per line.
+Values reference_softmax(const Values& x, std::int64_t outer, std::int64_t L, std::int64_t inner, const Values& n,
+                         double t, bool log) {
+  Values y(x.size(), 0.0);
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const auto len = static_cast<std::int64_t>(std::clamp(n[static_cast<std::size_t>(o * inner + i)], 0.0,
+                                                            static_cast<double>(L)));
+      const auto at = [&](std::int64_t k) { return static_cast<std::size_t>((o * L + k) * inner + i); };
+      double max = -1e300, sum = 0;
+      for (std::int64_t k = 0; k < len; ++k) max = std::max(max, x[at(k)]);
+      for (std::int64_t k = 0; k < len; ++k) sum += std::exp((x[at(k)] - max) / t);
+      for (std::int64_t k = 0; k < len; ++k) {
+        y[at(k)] = log ? (x[at(k)] - max) / t - std::log(sum) : std::exp((x[at(k)] - max) / t) / sum;
+      }
+    }
+  }
+  return y;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(lengths_and_temperature_by_hand) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray x = nd::array({{1, 2, 3, 4}, {0, 0, 5, 5}, {7, 8, 9, 1}}, ctx);
+    // Row 0 over 2 elements, row 1 over 4, row 2 over none (all 0).
+    const double e = std::exp(0.5);
+    check_close(nd::softmax(x, nd::array({2, 4, 0}, ctx, DType::int32), -1, 2.0),
+                {1 / (1 + e), e / (1 + e), 0, 0, 1 / (2 + 2 * std::exp(2.5)), 1 / (2 + 2 * std::exp(2.5)),
+                 std::exp(2.5) / (2 + 2 * std::exp(2.5)), std::exp(2.5) / (2 + 2 * std::exp(2.5)), 0, 0, 0, 0});
+    check_close(nd::softmax(x, -1, 0.5).sum(1), {1, 1, 1});
+    NDG_CHECK_THROWS_WITH(nd::softmax(x, nd::array({2, 4}, ctx)), mx::ShapeError, "softmax", "length", "(2,)",
+                          "expected (3,)");
+    NDG_CHECK_THROWS_WITH(nd::softmax(x, -1, 0.0), mx::ValueError, "softmax", "temperature");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(lengths_along_any_axis_match_a_float64_loop_with_gradients) {
+  const std::int64_t outer = 3, L = 5, inner = 2;
+  const Values x0 = ndg_test::uniform_values(30, 61), r = ndg_test::uniform_values(30, 62);
+  const Values n{5, 3, 0, 1, 2.7, 9};  // one per (outer, inner) line; 2.7 counts as 2, 9 as 5
+  for (const bool log : {false, true}) {
+    for (const double t : {1.0, 0.7}) {
+      const Values want = reference_softmax(x0, outer, L, inner, n, t, log);
+      const Values numeric = ndg_test::numeric_gradient([&](const Values& x) {
+        const Values y = reference_softmax(x, outer, L, inner, n, t, log);
+        double sum = 0;
+        for (std::size_t k = 0; k < y.size(); ++k) sum += y[k] * r[k];
+        return sum;
+      }, x0);
+      ndg_test::for_each_context([&](mx::Context ctx) {
+        for (const DType length_dtype : {DType::float32, DType::int64}) {
+          BOOST_TEST_CONTEXT((log ? "log_softmax" : "softmax") << ", t " << t << ", lengths " << length_dtype) {
+            nd::NDArray x = nd::array(x0.data(), DType::float64, {outer, L, inner}, ctx, DType::float64);
+            const nd::NDArray length = nd::array(n.data(), DType::float64, {outer, inner}, ctx, length_dtype);
+            x.attach_grad();
+            nd::NDArray y;
+            {
+              auto recording = ag::record();
+              y = log ? nd::log_softmax(x, length, 1, t) : nd::softmax(x, length, 1, t);
+              (y * nd::array(r.data(), DType::float64, {outer, L, inner}, ctx, DType::float64)).sum().backward();
+            }
+            check_close(y, want, 1e-12, 1e-12);
+            check_close(x.grad(), numeric, 1e-6, 1e-8);
+            // The last axis: the same lines transposed (a warp per row on a GPU).
+            const nd::NDArray last = log ? nd::log_softmax(x.transpose({0, 2, 1}), length, -1, t)
+                                         : nd::softmax(x.transpose({0, 2, 1}), length, -1, t);
+            check_close(last.transpose({0, 2, 1}), want, 1e-12, 1e-12);
+          }
+        }
+      });
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
