@@ -14,6 +14,7 @@
 #include "ndarray/dist/collective.hpp"
 #include "ndarray/dist/dist.hpp"
 #include "ndarray/io/ndarray_file.hpp"
+#include "ndarray/ops/attention.hpp"
 #include "ndarray/ops/creation.hpp"
 #include "ndarray/ops/elementwise.hpp"
 #include "ndarray/ops/image.hpp"

@@ -226,7 +226,15 @@ const std::map<std::string, AttrList>& samples() {
       {"GroupNorm", {{"num_groups", "4"}, {"eps", "0.001"}}},
       {"_backward_GroupNorm", {{"num_groups", "2"}, {"output_mean_var", "False"}}},
       {"InstanceNorm", {{"eps", "1e-05"}}},
-      {"_backward_InstanceNorm", {}}};
+      {"_backward_InstanceNorm", {}},
+      {"_contrib_interleaved_matmul_selfatt_qk", {{"heads", "12"}}},
+      {"_contrib_interleaved_matmul_selfatt_valatt", {{"heads", "12"}}},
+      {"_contrib_interleaved_matmul_encdec_qk", {{"heads", "8"}}},
+      {"_contrib_interleaved_matmul_encdec_valatt", {{"heads", "8"}}},
+      {"_backward_interleaved_matmul_selfatt_qk", {{"heads", "2"}}},
+      {"_backward_interleaved_matmul_selfatt_valatt", {{"heads", "2"}}},
+      {"_backward_interleaved_matmul_encdec_qk", {{"heads", "1"}}},
+      {"_backward_interleaved_matmul_encdec_valatt", {{"heads", "1"}}}};
   return s;
 }
 

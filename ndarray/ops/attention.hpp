@@ -1,0 +1,26 @@
+#pragma once
+// MXNet's interleaved attention products, as mx.nd.contrib.interleaved_matmul_* (GluonNLP's BERT
+// and Transformer call them): the projections of every head side by side on the last axis of a
+// time-major array (Note [interleaved layout], ndarray/ops/attention_kernels.hpp), H heads of d
+// features each. Scores come out as (B·H, Tq, Tk), heads of one batch row together; each product is
+// one batched GEMM (cuBLAS or OpenBLAS) between dense gathers of the heads' slots. Differentiable
+// in every input; float32, float64, float16 and bfloat16 (products accumulating in float32).
+// Shapes that do not fit: mx::ShapeError naming the op and the shapes.
+#include <cstdint>
+
+#include "ndarray/core/array.hpp"
+
+namespace mx::nd::contrib {
+
+// queries_keys_values (T, B, H·3·d) -> q · kᵀ / sqrt(d) per head: (B·H, T, T).
+NDArray interleaved_matmul_selfatt_qk(const NDArray& queries_keys_values, std::int64_t heads);
+// queries_keys_values (T, B, H·3·d), attention (B·H, T, T) -> attention · v per head, interleaved
+// back: (T, B, H·d).
+NDArray interleaved_matmul_selfatt_valatt(const NDArray& queries_keys_values, const NDArray& attention,
+                                          std::int64_t heads);
+// queries (Tq, B, H·d), keys_values (Tk, B, H·2·d) -> q · kᵀ / sqrt(d) per head: (B·H, Tq, Tk).
+NDArray interleaved_matmul_encdec_qk(const NDArray& queries, const NDArray& keys_values, std::int64_t heads);
+// keys_values (Tk, B, H·2·d), attention (B·H, Tq, Tk) -> attention · v per head: (Tq, B, H·d).
+NDArray interleaved_matmul_encdec_valatt(const NDArray& keys_values, const NDArray& attention, std::int64_t heads);
+
+}  // namespace mx::nd::contrib
