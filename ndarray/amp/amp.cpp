@@ -10,8 +10,16 @@ namespace {
 
 thread_local std::optional<DType> current;
 
-const std::vector<const char*> kLowPrecision = {"FullyConnected", "Convolution", "Deconvolution", "dot",
-                                                "batch_dot", "RNN"};
+const std::vector<const char*> kLowPrecision = {"FullyConnected",
+                                                "Convolution",
+                                                "Deconvolution",
+                                                "dot",
+                                                "batch_dot",
+                                                "RNN",
+                                                "_contrib_interleaved_matmul_selfatt_qk",
+                                                "_contrib_interleaved_matmul_selfatt_valatt",
+                                                "_contrib_interleaved_matmul_encdec_qk",
+                                                "_contrib_interleaved_matmul_encdec_valatt"};
 const std::vector<const char*> kFloat32 = {"softmax", "log_softmax", "SoftmaxOutput", "exp", "log", "sum"};
 const std::vector<const char*> kWidest = {"add",   "subtract", "multiply",      "divide", "power",
                                           "maximum", "minimum", "equal",       "not_equal", "greater",

@@ -166,6 +166,10 @@ BOOST_AUTO_TEST_CASE(autocast_follows_mxnets_lists) {
           BOOST_CHECK_THROW(y + b.reshape({1, 4}), mx::DTypeError);
         }
         BOOST_TEST(nd::dot(x, w, false, true).dtype() == low);
+        // The attention products are low-precision, the norms keep the dtype the data has.
+        const nd::NDArray qkv = nd::ones({3, 2, 12}, ctx);
+        BOOST_TEST(nd::contrib::interleaved_matmul_selfatt_qk(qkv, 2).dtype() == low);
+        BOOST_TEST(nd::LayerNorm(y, nd::ones({4}, ctx), nd::zeros({4}, ctx)).dtype() == low);
       }
     }
     BOOST_TEST(!mx::amp::autocast_dtype().has_value());
