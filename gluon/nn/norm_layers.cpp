@@ -7,16 +7,16 @@ namespace mx::gluon::nn {
 
 NormLayer::NormLayer(const char* title, const std::string& kind, double epsilon, bool center, bool scale,
                      const init::InitializerRef& beta_initializer, const init::InitializerRef& gamma_initializer,
-                     std::int64_t in_channels, const std::string& prefix)
+                     std::int64_t channels, const std::string& prefix)
     : Block(kind, prefix), title_(title), epsilon_(epsilon) {
   if (!(epsilon > 0)) throw ValueError(std::string(title) + ": epsilon must be positive, got " + std::to_string(epsilon));
-  if (in_channels < 0) {
+  if (channels < 0) {
     throw ValueError(std::string(title) + ": in_channels must be >= 0 (0 = infer at the first forward), got " +
-                     std::to_string(in_channels));
+                     std::to_string(channels));
   }
   // MXNet registers gamma first, then beta.
-  register_parameter("gamma", Shape{in_channels}, gamma_initializer).set_grad_req(scale ? "write" : "null");
-  register_parameter("beta", Shape{in_channels}, beta_initializer).set_grad_req(center ? "write" : "null");
+  register_parameter("gamma", Shape{channels}, gamma_initializer).set_grad_req(scale ? "write" : "null");
+  register_parameter("beta", Shape{channels}, beta_initializer).set_grad_req(center ? "write" : "null");
 }
 
 Parameter NormLayer::gamma() const { return parameter("gamma"); }
@@ -59,14 +59,24 @@ nd::NDArray LayerNorm::forward(const nd::NDArray& x) {
   return nd::LayerNorm(x, gamma, beta, {.axis = axis_, .eps = epsilon()});
 }
 
-GroupNorm::GroupNorm(const GroupNormOptions& o) : NormLayer("GroupNorm", "groupnorm", o), num_groups_(o.num_groups) {
-  if (o.num_groups < 1) throw ValueError("GroupNorm: num_groups must be >= 1, got " + std::to_string(o.num_groups));
+namespace {
+
+std::int64_t checked_groups(std::int64_t num_groups) {
+  if (num_groups < 1) throw ValueError("GroupNorm: num_groups must be >= 1, got " + std::to_string(num_groups));
+  return num_groups;
 }
+
+}  // namespace
+
+GroupNorm::GroupNorm(const GroupNormOptions& o)
+    : NormLayer("GroupNorm", "groupnorm", o.epsilon, o.center, o.scale, o.beta_initializer, o.gamma_initializer,
+                checked_groups(o.num_groups), o.prefix),
+      num_groups_(o.num_groups) {}
 
 nd::NDArray GroupNorm::forward(const nd::NDArray& x) {
   nd::check_not_none(title().c_str(), x);
   if (x.ndim() < 2) throw ShapeError(title() + ": input " + nd::describe(x) + " must be (N, C, ...)");
-  const auto [gamma, beta] = parameters_for(x, x.shape()[1]);
+  const auto [gamma, beta] = parameters_for(x, num_groups_);
   return nd::GroupNorm(x, gamma, beta, {.num_groups = num_groups_, .eps = epsilon()});
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // nn::LayerNorm, nn::GroupNorm and nn::InstanceNorm, as mx.gluon.nn's (MXNet 1.9): normalisation by
 // each sample's own statistics, in training and prediction alike (no running statistics), then a
-// learned scale gamma and shift beta per channel. Parameters gamma (ones) and beta (zeros), shape
-// (in_channels,), inferred at the first forward pass when in_channels is 0; center = false keeps
-// beta at 0, scale = false keeps gamma at 1 (grad_req "null"), as MXNet's.
+// learned scale gamma and shift beta per channel (per group for GroupNorm, as MXNet 1.x's).
+// Parameters gamma (ones) and beta (zeros), shape (in_channels,), inferred at the first forward
+// pass when in_channels is 0 ((num_groups,) for GroupNorm); center = false keeps beta at 0,
+// scale = false keeps gamma at 1 (grad_req "null"), as MXNet's.
 //
 //   nn::LayerNorm()                            // over the last axis: a Transformer's
 //   nn::GroupNorm({.num_groups = 32})          // (N, C, ...) with C channels in 32 groups
@@ -30,12 +31,12 @@ struct LayerNormOptions {
   std::string prefix = "";
 };
 
+// gamma and beta (num_groups,): MXNet 1.x's GroupNorm has no in_channels.
 struct GroupNormOptions {
   std::int64_t num_groups = 1;
   double epsilon = 1e-5;
   bool center = true, scale = true;
   init::InitializerRef beta_initializer = init::Zero(), gamma_initializer = init::One();
-  std::int64_t in_channels = 0;
   std::string prefix = "";
 };
 
@@ -70,11 +71,12 @@ class NormLayer : public Block {
   // The layer's name for errors: "LayerNorm 'layernorm0'".
   std::string title() const;
   double epsilon() const { return epsilon_; }
-
- private:
+  // parameters of `channels` values each (0: inferred at the first forward pass).
   NormLayer(const char* title, const std::string& kind, double epsilon, bool center, bool scale,
             const init::InitializerRef& beta_initializer, const init::InitializerRef& gamma_initializer,
-            std::int64_t in_channels, const std::string& prefix);
+            std::int64_t channels, const std::string& prefix);
+
+ private:
 
   const char* title_;
   double epsilon_;
@@ -93,7 +95,8 @@ class LayerNorm : public NormLayer {
 class GroupNorm : public NormLayer {
  public:
   explicit GroupNorm(const GroupNormOptions& options = {});
-  // x (N, C, ...), C divisible by num_groups -> the same shape.
+  // x (N, C, ...), C divisible by num_groups -> the same shape; a group's gamma and beta for all
+  // of its channels.
   nd::NDArray forward(const nd::NDArray& x) override;
 
  private:

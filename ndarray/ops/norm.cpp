@@ -208,15 +208,16 @@ NormShape norm_shape(const NormParams& p, const nd::NDArray& data) {
                      ", got " + nd::describe(data));
   }
   const std::int64_t N = shape[0], C = shape[1];
-  s.spatial = N * C > 0 ? shape.numel() / (N * C) : 0;
-  s.channels = C;
-  s.groups = p.kind == NormKind::group ? p.num_groups : C;
+  const std::int64_t S = N * C > 0 ? shape.numel() / (N * C) : 0;  // spatial positions per channel
   if (p.kind == NormKind::group && C % p.num_groups != 0) {
     throw ShapeError(std::string(op) + ": " + std::to_string(C) + " channels of data " + nd::describe(data) +
                      " do not fall into num_groups=" + std::to_string(p.num_groups) + " equal groups");
   }
-  s.lines = {N * s.groups, s.groups > 0 ? C / s.groups * s.spatial : 0, 1};
-  if (s.spatial == 0) s.spatial = 1;  // an empty group: channel arithmetic stays defined
+  s.groups = p.kind == NormKind::group ? p.num_groups : C;
+  s.channels = s.groups;  // a gamma per group (GroupNorm) or per channel (InstanceNorm)
+  s.lines = {N * s.groups, s.groups > 0 ? C / s.groups * S : 0, 1};
+  // One gamma for the whole line: the line is one channel's spatial extent (1 when it is empty).
+  s.spatial = s.lines.length > 0 ? s.lines.length : 1;
   return s;
 }
 

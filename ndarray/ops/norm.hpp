@@ -1,7 +1,7 @@
 #pragma once
-// Normalisation ops with learned per-channel scale and shift, as mx.nd.LayerNorm, GroupNorm and
-// InstanceNorm: each normalises groups of elements by their own mean and standard deviation
-// (never running statistics), then applies gamma and beta per channel. Forward and backward are
+// Normalisation ops with a learned scale and shift, as mx.nd.LayerNorm, GroupNorm and InstanceNorm
+// (MXNet 1.9): each normalises groups of elements by their own mean and standard deviation (never
+// running statistics), then applies gamma and beta per channel (per group for GroupNorm). Forward and backward are
 // one fused pass each per group; statistics are float32 for float16 and bfloat16 data (float64
 // for float64). gamma and beta have the data's dtype, or float32 for 16-bit data (parameters kept
 // in float32 under amp); their gradients have theirs.
@@ -36,9 +36,9 @@ struct GroupNormOptions {
 };
 
 // data (N, C, ...) whose C channels fall into num_groups groups of C / num_groups; gamma and beta
-// (C,) -> each sample's group normalised over its channels and spatial positions, then scaled and
-// shifted per channel. mx::ShapeError for data of fewer than 2 axes or C that num_groups does not
-// divide; mx::ValueError for num_groups < 1.
+// (num_groups,), as MXNet 1.x's -> each sample's group normalised over its channels and spatial
+// positions, then scaled and shifted by its group's gamma and beta. mx::ShapeError for data of
+// fewer than 2 axes or C that num_groups does not divide; mx::ValueError for num_groups < 1.
 NDArray GroupNorm(const NDArray& data, const NDArray& gamma, const NDArray& beta, const GroupNormOptions& options = {});
 
 struct InstanceNormOptions {

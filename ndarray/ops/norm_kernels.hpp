@@ -7,13 +7,15 @@
 // group of elements that shares a mean and a standard deviation is a "line" of `length` elements,
 // `inner` apart, and each element's gamma and beta come from its channel:
 //
-//   op            data          lines (outer, length, inner)        groups  spatial  channels
-//   LayerNorm     any, axis a   around axis a                       1       1        shape[a]
-//   GroupNorm     (N, C, ...)   (N·G, (C/G)·S, 1)                   G       S        C
-//   InstanceNorm  (N, C, ...)   (N·C, S, 1)                         C       S        C
+//   op            data          lines (outer, length, inner)        groups  spatial    channels
+//   LayerNorm     any, axis a   around axis a                       1       1          shape[a]
+//   GroupNorm     (N, C, ...)   (N·G, (C/G)·S, 1)                   G       (C/G)·S    G
+//   InstanceNorm  (N, C, ...)   (N·C, S, 1)                         C       S          C
 //
 // S being the product of the spatial extents. Element k of the line with outer index o has
-// channel (o % groups) · (length / spatial) + k / spatial. Then, per line, with M = length,
+// channel (o % groups) · (length / spatial) + k / spatial: its position along a LayerNorm's axis,
+// its group for GroupNorm (MXNet 1.x's GroupNorm scales and shifts per group), its channel for
+// InstanceNorm. Then, per line, with M = length,
 //   mean = Σx / M,  std = sqrt(Σ(x - mean)² / M + eps),  x̂ = (x - mean) / std,  y = x̂ · gamma[c] + beta[c]
 // and backward, with a = dy · gamma[c],
 //   dx = (a - Σa / M - x̂ · Σ(a · x̂) / M) / std,   dgamma[c] = Σ dy · x̂,   dbeta[c] = Σ dy

@@ -60,11 +60,12 @@ Case layer_case(std::int64_t outer, std::int64_t C, std::int64_t inner, double e
   return c;
 }
 
-// GroupNorm of (N, C, S) with G groups (InstanceNorm when instance: G = C).
+// GroupNorm of (N, C, S) with G groups, a gamma and beta per group as MXNet 1.x's (InstanceNorm
+// when instance: G = C, a gamma and beta per channel).
 Case group_case(std::int64_t N, std::int64_t C, std::int64_t S, std::int64_t G, double eps, bool instance = false) {
   Case c{std::string(instance ? "InstanceNorm" : "GroupNorm") + " (" + std::to_string(N) + ", " + std::to_string(C) +
              ", " + std::to_string(S) + "), " + std::to_string(G) + " groups",
-         mx::Shape{N, C, S}, C, {}, {}, {}};
+         mx::Shape{N, C, S}, G, {}, {}, {}};
   c.channel.resize(static_cast<std::size_t>(N * C * S));
   for (std::int64_t n = 0; n < N; ++n) {
     for (std::int64_t g = 0; g < G; ++g) {
@@ -73,7 +74,7 @@ Case group_case(std::int64_t N, std::int64_t C, std::int64_t S, std::int64_t G, 
         for (std::int64_t s = 0; s < S; ++s) {
           const auto at = static_cast<std::size_t>((n * C + ch) * S + s);
           group.push_back(at);
-          c.channel[at] = static_cast<std::size_t>(ch);
+          c.channel[at] = static_cast<std::size_t>(g);
         }
       }
       c.groups.push_back(group);
@@ -255,7 +256,7 @@ BOOST_AUTO_TEST_CASE(instance_norm_is_group_norm_with_a_group_per_channel) {
                 ndg_test::values(nd::GroupNorm(x, gamma, beta, {.num_groups = 4, .eps = 1e-5})), 1e-6, 1e-6);
     // GroupNorm with one group normalises each sample over everything: LayerNorm of the sample
     // flattened, with gamma and beta repeated over the spatial positions.
-    const nd::NDArray one = nd::GroupNorm(x, nd::ones({4}, ctx), nd::zeros({4}, ctx), {.num_groups = 1});
+    const nd::NDArray one = nd::GroupNorm(x, nd::ones({1}, ctx), nd::zeros({1}, ctx), {.num_groups = 1});
     const nd::NDArray flat = nd::LayerNorm(x.reshape({2, 60}), nd::ones({60}, ctx), nd::zeros({60}, ctx));
     check_close(one.reshape({2, 60}), ndg_test::values(flat), 1e-6, 1e-6);
   });
@@ -274,6 +275,8 @@ BOOST_AUTO_TEST_CASE(bad_operands_and_options_are_typed_errors) {
                           "LayerNorm", "eps must be positive");
     NDG_CHECK_THROWS_WITH(nd::GroupNorm(x, g6, b6, {.num_groups = 4}), mx::ShapeError, "GroupNorm", "6 channels",
                           "num_groups=4");
+    NDG_CHECK_THROWS_WITH(nd::GroupNorm(x, g6, b6, {.num_groups = 3}), mx::ShapeError, "GroupNorm", "gamma",
+                          "expected (3,)");
     NDG_CHECK_THROWS_WITH(nd::GroupNorm(x, g6, b6, {.num_groups = 0}), mx::ValueError, "GroupNorm", "num_groups");
     NDG_CHECK_THROWS_WITH(nd::GroupNorm(nd::ones({6}, ctx), g6, b6), mx::ShapeError, "GroupNorm", "(N, C");
     NDG_CHECK_THROWS_WITH(nd::InstanceNorm(nd::ones({2, 6}, ctx), g6, b6), mx::ShapeError, "InstanceNorm",
