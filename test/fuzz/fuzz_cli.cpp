@@ -59,6 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       tutorial::detail::parse(app, static_cast<int>(args.size()), argv.data(), models(), "each model's own", o);
   std::cout.rdbuf(out);
   std::cerr.rdbuf(err);
+  // --dist joined a job (a job of one here, without a launcher): leave it, as the program does
+  // after training, so that the next input may join again.
+  if (!exit_code && o.dist) mx::dist::shutdown();
 
   if (exit_code) {
     ndg_fuzz::expect(*exit_code == 0 || *exit_code == cli::kUsageError, "exit codes are 0 (--help) or 2");
