@@ -3,8 +3,11 @@
 // row's values (in float32 for 16-bit data, which holds them exactly) with their positions as
 // values; the outputs are then read through the sorted positions. The scratch (keys, positions,
 // segment offsets, CUB's temporary storage) comes from the pool, so the whole op is capturable.
+// topk with k <= kSelectMax takes one block per row instead (select_rows): a sort of 10,000 scores
+// for the best 5 costs CUB's segmented sort about 180 µs on an H200, the selection a few.
 #include <cub/device/device_segmented_sort.cuh>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -101,6 +104,78 @@ __global__ void scatter_sorted(T* dx, const T* g, const I* index, SortShape s, s
   }
 }
 
+// --- topk of few: a block per row ------------------------------------------------------------------
+// The order is the sort's: ascending (key, position) pairs, the key ordered_key's. Each thread
+// keeps the k first pairs of its strided share of the row, sorted; then k rounds take the first
+// of the threads' heads (a block-wide minimum), whose thread moves on to its next.
+constexpr int kSelectMax = 32;
+constexpr int kSelectThreads = 1024;  // at most; a short row's block has a warp per 32 elements
+
+template <class U>
+struct Pair {
+  U key;
+  std::int32_t position;
+};
+
+template <class U>
+__device__ __forceinline__ bool before(const Pair<U>& a, const Pair<U>& b) {
+  return a.key < b.key || (a.key == b.key && a.position < b.position);
+}
+
+template <class U>
+__device__ __forceinline__ Pair<U> first_of_warp(Pair<U> v) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    Pair<U> o{__shfl_down_sync(0xffffffffu, v.key, offset), __shfl_down_sync(0xffffffffu, v.position, offset)};
+    if (before(o, v)) v = o;
+  }
+  return v;
+}
+
+template <class T, class K, class I>
+__global__ void select_rows(T* values, I* indices, T* mask, const T* data, SortShape s, bool descending) {
+  using U = typename OrderedKey<K>::type;
+  constexpr U kLast = ~U(0);
+  const std::int64_t row = blockIdx.x, o = row / s.inner, in = row % s.inner;
+  const auto at = [&](std::int64_t j) { return (o * s.length + j) * s.inner + in; };
+  const int k = static_cast<int>(s.k);
+  Pair<U> mine[kSelectMax];
+  int count = 0;
+  for (std::int64_t j = threadIdx.x; j < s.length; j += blockDim.x) {
+    const Pair<U> p{ordered_key(static_cast<K>(data[at(j)]), descending), static_cast<std::int32_t>(j)};
+    if (mask) mask[at(j)] = T(0);
+    if (count == k && !before(p, mine[k - 1])) continue;
+    int slot = count < k ? count++ : k - 1;
+    for (; slot > 0 && before(p, mine[slot - 1]); --slot) mine[slot] = mine[slot - 1];
+    mine[slot] = p;
+  }
+  __shared__ Pair<U> heads[kSelectThreads / 32];
+  __shared__ std::int32_t chosen;
+  int next = 0;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+  __syncthreads();  // the mask's zeros written before its ones
+  for (int r = 0; r < k && r < s.length; ++r) {
+    Pair<U> head = next < count ? mine[next] : Pair<U>{kLast, INT32_MAX};
+    Pair<U> best = first_of_warp(head);
+    if (lane == 0) heads[warp] = best;
+    __syncthreads();
+    if (warp == 0) {
+      best = lane < warps ? heads[lane] : Pair<U>{kLast, INT32_MAX};
+      best = first_of_warp(best);
+      if (lane == 0) chosen = best.position;
+    }
+    __syncthreads();
+    const std::int32_t j = chosen;
+    if (next < count && mine[next].position == j) ++next;
+    if (threadIdx.x == 0) {
+      const std::int64_t out = (o * s.k + r) * s.inner + in;
+      if (values) values[out] = data[at(j)];
+      if (indices) indices[out] = static_cast<I>(j);
+      if (mask) mask[at(j)] = T(1);
+    }
+    __syncthreads();  // `chosen` read by every thread before the next round writes it
+  }
+}
+
 std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 // The stable ascending segmented sort of `rows` segments of `length` keys with their positions;
@@ -127,6 +202,15 @@ void sort_rows(const ExecContext& ec, const Invocation& inv, SortShape s, std::i
   const auto& p = inv.params.as<SortParams>();
   const SortOutputs o = sort_outputs(p);
   const auto output = [&](int i) { return i < 0 ? nullptr : inv.outputs[static_cast<std::size_t>(i)].data(); };
+  const T* data = static_cast<const T*>(inv.inputs[0].data());
+  if (p.kind == SortKind::topk && s.k >= 1 && s.k <= kSelectMax) {
+    const int threads = static_cast<int>(std::min<std::int64_t>(kSelectThreads, (s.length + 31) / 32 * 32));
+    select_rows<T, K, I><<<static_cast<unsigned>(rows), threads, 0, cuda::stream_of(ec)>>>(
+        static_cast<T*>(output(o.values)), static_cast<I*>(output(o.indices)), static_cast<T*>(output(o.mask)), data, s,
+        !p.is_ascend);
+    cuda::check_launch(inv.op->name);
+    return;
+  }
   const std::size_t key_bytes = aligned(static_cast<std::size_t>(n) * sizeof(U));
   const std::size_t position_bytes = aligned(static_cast<std::size_t>(n) * sizeof(std::int32_t));
   const std::size_t offset_bytes = aligned(static_cast<std::size_t>(rows + 1) * sizeof(std::int64_t));
@@ -140,7 +224,6 @@ void sort_rows(const ExecContext& ec, const Invocation& inv, SortShape s, std::i
   auto* order = reinterpret_cast<std::int32_t*>(at + 2 * key_bytes + position_bytes);
   auto* offsets = reinterpret_cast<std::int64_t*>(at + 2 * key_bytes + 2 * position_bytes);
   void* temp = at + 2 * key_bytes + 2 * position_bytes + offset_bytes;
-  const T* data = static_cast<const T*>(inv.inputs[0].data());
   cuda::launch(ec, inv.op->name, n, &gather_rows<T, K>, keys, positions, offsets, data, s, n, !p.is_ascend);
   sort_segments<U>(ec, inv.op->name, keys, keys_out, positions, order, n, rows, offsets, temp, temp_bytes);
   cuda::launch(ec, inv.op->name, n, &write_sorted<T, I>, static_cast<T*>(output(o.values)),

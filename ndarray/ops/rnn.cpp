@@ -3,10 +3,11 @@
 // per layer and direction, one GEMM for the inputs' products of all time steps, then per step a
 // GEMM with the previous state and one fused kernel for the gates (rnn_kernels.hpp); backward
 // walks the steps in reverse, then computes the weights' gradients in one GEMM each over all
-// steps. The CPU's step kernels are here; the GPU runs cuDNN (cuda/cudnn_rnn.cpp) and otherwise
-// this path with the kernels of cuda/ops/rnn.cu.
+// steps. The CPU's step kernels are here; GPUs run this path with the kernels of cuda/ops/rnn.cu,
+// or cuDNN (cuda/cudnn_rnn.cpp) after nd::set_rnn_cudnn(true).
 #include "ndarray/ops/rnn.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <type_traits>
@@ -35,7 +36,7 @@ const char* rnn_mode_name(RNNMode mode) {
 }
 
 namespace {
-std::atomic<bool> cudnn_enabled{true};
+std::atomic<bool> cudnn_enabled{false};  // nd::set_rnn_cudnn says why
 }  // namespace
 
 bool rnn_cudnn_enabled() { return cudnn_enabled.load(std::memory_order_relaxed); }
@@ -148,20 +149,34 @@ void backward_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
 
 // --- the CPU's step kernels ------------------------------------------------------------------------
 
-void cpu_step_forward(const ExecContext&, DType dt, const RNNStep& s) {
-  dispatch_floating(dt, "RNN", [&](auto tag) {
-    using T = decltype(tag);
-    parallel_for(s.batch * s.hidden, [&](std::int64_t i) { rnn_step_forward_element<T>(s, i / s.hidden, i % s.hidden); },
-                 s.batch * s.hidden * 16);
+// The batch's rows cut into tiles of kStepTile units, each tile one vectorised loop of the step
+// of the call's mode.
+constexpr std::int64_t kStepTile = 64;
+
+template <class T, bool kForward>
+void cpu_step(const RNNStep& s) {
+  const std::int64_t tiles_per_row = (s.hidden + kStepTile - 1) / kStepTile;
+  with_rnn_mode(s.mode, [&](auto mode) {
+    constexpr RNNMode M = decltype(mode)::value;
+    parallel_for(s.batch * tiles_per_row, [&](std::int64_t tile) {
+      const std::int64_t n = tile / tiles_per_row, j0 = tile % tiles_per_row * kStepTile;
+      const std::int64_t j1 = std::min(j0 + kStepTile, s.hidden);
+      const RNNStep step = s;
+#pragma omp simd
+      for (std::int64_t j = j0; j < j1; ++j) {
+        if constexpr (kForward) rnn_step_forward_as<T, M>(step, n, j);
+        else rnn_step_backward_as<T, M>(step, n, j);
+      }
+    }, s.batch * s.hidden * 16);
   });
 }
 
+void cpu_step_forward(const ExecContext&, DType dt, const RNNStep& s) {
+  dispatch_floating(dt, "RNN", [&](auto tag) { cpu_step<decltype(tag), true>(s); });
+}
+
 void cpu_step_backward(const ExecContext&, DType dt, const RNNStep& s) {
-  dispatch_floating(dt, "RNN", [&](auto tag) {
-    using T = decltype(tag);
-    parallel_for(s.batch * s.hidden, [&](std::int64_t i) { rnn_step_backward_element<T>(s, i / s.hidden, i % s.hidden); },
-                 s.batch * s.hidden * 16);
-  });
+  dispatch_floating(dt, "RNN", [&](auto tag) { cpu_step<decltype(tag), false>(s); });
 }
 
 void cpu_add_rows(const ExecContext&, DType dt, void* out, const void* a, std::int64_t a_stride, const void* b,

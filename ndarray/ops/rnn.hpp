@@ -39,9 +39,12 @@ std::vector<NDArray> RNN(const NDArray& data, const NDArray& parameters, const N
 // 4 (lstm: gates i, f, g, o) or 3 (gru: r, z, n). MXNet's and cuDNN's canonical order.
 std::int64_t rnn_param_size(const RNNOptions& options, std::int64_t input_size);
 
-// Whether GPUs run RNN through cuDNN where it can (true, the default) or always through the
-// unfused path (GEMMs and a fused kernel per step), for comparing the two; returns the previous
-// setting. Calls already made keep their path (a hybridized graph replays the one it traced).
+// Whether GPUs run RNN through cuDNN where it can (true) or through the unfused path (false, the
+// default: GEMMs and a fused kernel per step); returns the previous setting. Calls already made
+// keep their path (a hybridized graph replays the one it traced). The default is the faster of the
+// two on an H200 in every case bench/rnn_bench measures: a 2-layer LSTM of 1,024 (sequence 64,
+// batch 64) forward and backward in 12.6 ms against cuDNN's 15.0 in float32, 6.5 against 7.6 in
+// bfloat16, even with TF32; a generation step at batch 1, 114 µs against 127.
 bool set_rnn_cudnn(bool enabled);
 
 }  // namespace mx::nd

@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <bit>
+#include <type_traits>
 
 #include "ndarray/core/half.hpp"
 #include "ndarray/core/host_device.hpp"
@@ -163,99 +165,161 @@ template <class T, class A>
 NDG_HD void rnn_store(void* p, std::int64_t i, A v) {
   static_cast<T*>(p)[i] = static_cast<T>(v);
 }
+// exp and tanh of the step kernels. A GPU has its own fast ones; on the host, float's are
+// polynomials (Cephes' expf and tanhf, within 2 ulp) that the CPU loops vectorise, where glibc's
+// expf and tanhf are calls, one element at a time: they took a third of an LSTM step on cpu(0).
+inline float host_expf(float in) {
+  const float x = in >= -87.0f ? (in <= 88.0f ? in : 88.0f) : -87.0f;  // 2^n a normal float; NaN: -87
+  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x / ln 2)
+  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = p * r * r + r + 1.0f;
+  const float scale = std::bit_cast<float>((static_cast<std::int32_t>(n) + 127) << 23);  // 2^n
+  return in != in ? in : e * scale;
+}
+inline float host_tanhf(float x) {
+  const float a = x < 0 ? -x : x;
+  const float z = x * x;
+  float p = -5.70498872745e-3f;
+  p = p * z + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  const float small = p * z * x + x;
+  const float large = 1.0f - 2.0f / (host_expf(2.0f * a) + 1.0f);
+  return a < 0.625f ? small : (x < 0 ? -large : large);
+}
 template <class A>
-NDG_HD A rnn_sigmoid(A x) { return A(1) / (A(1) + std::exp(-x)); }
+NDG_HD A step_exp(A x) {
+#ifdef __CUDA_ARCH__
+  return std::exp(x);
+#else
+  if constexpr (std::is_same_v<A, float>) return host_expf(x);
+  else return std::exp(x);
+#endif
+}
+template <class A>
+NDG_HD A step_tanh(A x) {
+#ifdef __CUDA_ARCH__
+  return std::tanh(x);
+#else
+  if constexpr (std::is_same_v<A, float>) return host_tanhf(x);
+  else return std::tanh(x);
+#endif
+}
+template <class A>
+NDG_HD A rnn_sigmoid(A x) { return A(1) / (A(1) + step_exp(-x)); }
 
-template <class T>
-NDG_HD void rnn_step_forward_element(const RNNStep& s, std::int64_t n, std::int64_t j) {
+// The step of mode M; rnn_step_*_element dispatch on the step's mode. The CPU loops call these
+// directly, so that each vectorised loop is compiled for one mode without branches.
+template <class T, RNNMode M>
+NDG_HD void rnn_step_forward_as(const RNNStep& s, std::int64_t n, std::int64_t j) {
   using A = ComputeType<T>;
-  const std::int64_t H = s.hidden, G = rnn_gates(s.mode), row = n * G * H, at = n * H + j;
+  const std::int64_t H = s.hidden, G = rnn_gates(M), row = n * G * H, at = n * H + j;
   // pre-activation of gate g: the i2h and h2h products and both biases
   const auto pre = [&](std::int64_t g) {
     return rnn_load<T>(s.gates, row + g * H + j) + rnn_load<T>(s.hh, row + g * H + j) +
            rnn_load<T>(s.bias_i, g * H + j) + rnn_load<T>(s.bias_h, g * H + j);
   };
-  switch (s.mode) {
-    case RNNMode::rnn_relu:
-    case RNNMode::rnn_tanh: {
-      const A x = pre(0), h = s.mode == RNNMode::rnn_tanh ? std::tanh(x) : (x > A(0) ? x : A(0));
-      rnn_store<T>(s.gates, row + j, h);
-      rnn_store<T>(s.h, at, h);
-      break;
+  if constexpr (M == RNNMode::rnn_relu || M == RNNMode::rnn_tanh) {
+    const A x = pre(0);
+    A h;
+    if constexpr (M == RNNMode::rnn_tanh) h = step_tanh(x);
+    else h = x > A(0) ? x : A(0);
+    rnn_store<T>(s.gates, row + j, h);
+    rnn_store<T>(s.h, at, h);
+  } else if constexpr (M == RNNMode::lstm) {
+    const A i = rnn_sigmoid(pre(0)), f = rnn_sigmoid(pre(1)), g = step_tanh(pre(2)), o = rnn_sigmoid(pre(3));
+    A c = f * rnn_load<T>(s.c_prev, at) + i * g;
+    if (s.clip) {
+      const A lo = A(s.clip_min), hi = A(s.clip_max);
+      const A kept = s.clip_nan && c != c ? lo : c;
+      c = kept < lo ? lo : kept > hi ? hi : kept;
     }
-    case RNNMode::lstm: {
-      const A i = rnn_sigmoid(pre(0)), f = rnn_sigmoid(pre(1)), g = std::tanh(pre(2)), o = rnn_sigmoid(pre(3));
-      A c = f * rnn_load<T>(s.c_prev, at) + i * g;
-      if (s.clip) {
-        if (s.clip_nan && c != c) c = A(s.clip_min);
-        c = c < A(s.clip_min) ? A(s.clip_min) : c > A(s.clip_max) ? A(s.clip_max) : c;
-      }
-      rnn_store<T>(s.gates, row + j, i);
-      rnn_store<T>(s.gates, row + H + j, f);
-      rnn_store<T>(s.gates, row + 2 * H + j, g);
-      rnn_store<T>(s.gates, row + 3 * H + j, o);
-      rnn_store<T>(s.c, at, c);
-      // h from c as stored, so that backward (which reads the stored c) differentiates this h
-      rnn_store<T>(s.h, at, o * std::tanh(static_cast<A>(static_cast<T>(c))));
-      break;
-    }
-    case RNNMode::gru: {
-      const A r = rnn_sigmoid(pre(0)), z = rnn_sigmoid(pre(1));
-      const A hn = rnn_load<T>(s.hh, row + 2 * H + j) + rnn_load<T>(s.bias_h, 2 * H + j);
-      const A xn = rnn_load<T>(s.gates, row + 2 * H + j) + rnn_load<T>(s.bias_i, 2 * H + j);
-      const A nn = std::tanh(xn + r * hn);
-      rnn_store<T>(s.gates, row + j, r);
-      rnn_store<T>(s.gates, row + H + j, z);
-      rnn_store<T>(s.gates, row + 2 * H + j, nn);
-      rnn_store<T>(s.hn, at, hn);
-      rnn_store<T>(s.h, at, (A(1) - z) * nn + z * rnn_load<T>(s.h_prev, at));
-      break;
-    }
+    rnn_store<T>(s.gates, row + j, i);
+    rnn_store<T>(s.gates, row + H + j, f);
+    rnn_store<T>(s.gates, row + 2 * H + j, g);
+    rnn_store<T>(s.gates, row + 3 * H + j, o);
+    rnn_store<T>(s.c, at, c);
+    // h from c as stored, so that backward (which reads the stored c) differentiates this h
+    rnn_store<T>(s.h, at, o * step_tanh(static_cast<A>(static_cast<T>(c))));
+  } else {
+    const A r = rnn_sigmoid(pre(0)), z = rnn_sigmoid(pre(1));
+    const A hn = rnn_load<T>(s.hh, row + 2 * H + j) + rnn_load<T>(s.bias_h, 2 * H + j);
+    const A xn = rnn_load<T>(s.gates, row + 2 * H + j) + rnn_load<T>(s.bias_i, 2 * H + j);
+    const A nn = step_tanh(xn + r * hn);
+    rnn_store<T>(s.gates, row + j, r);
+    rnn_store<T>(s.gates, row + H + j, z);
+    rnn_store<T>(s.gates, row + 2 * H + j, nn);
+    rnn_store<T>(s.hn, at, hn);
+    rnn_store<T>(s.h, at, (A(1) - z) * nn + z * rnn_load<T>(s.h_prev, at));
+  }
+}
+
+// GRU's gates have a gradient of the h2h product of their own (d_gates_h: n's differs); the
+// other modes' d_gates_h is d_gates_i.
+template <class T, RNNMode M>
+NDG_HD void rnn_step_backward_as(const RNNStep& s, std::int64_t n, std::int64_t j) {
+  using A = ComputeType<T>;
+  const std::int64_t H = s.hidden, G = rnn_gates(M), row = n * G * H, at = n * H + j;
+  const A dh = rnn_load<T>(s.dh, at);
+  const auto gate = [&](std::int64_t g) { return rnn_load<T>(s.gates, row + g * H + j); };
+  if constexpr (M == RNNMode::rnn_relu || M == RNNMode::rnn_tanh) {
+    const A h = gate(0);
+    A d;
+    if constexpr (M == RNNMode::rnn_tanh) d = dh * (A(1) - h * h);
+    else d = h > A(0) ? dh : A(0);
+    rnn_store<T>(s.d_gates_i, row + j, d);
+  } else if constexpr (M == RNNMode::lstm) {
+    const A i = gate(0), f = gate(1), g = gate(2), o = gate(3);
+    const A c = rnn_load<T>(s.c, at), tc = step_tanh(c);
+    const A dc_in = rnn_load<T>(s.dc, at) + dh * o * (A(1) - tc * tc);
+    // the clamp's derivative: 0 where c was clipped
+    const A dc = s.clip && (c <= A(s.clip_min) || c >= A(s.clip_max)) ? A(0) : dc_in;
+    rnn_store<T>(s.d_gates_i, row + j, dc * g * i * (A(1) - i));
+    rnn_store<T>(s.d_gates_i, row + H + j, dc * rnn_load<T>(s.c_prev, at) * f * (A(1) - f));
+    rnn_store<T>(s.d_gates_i, row + 2 * H + j, dc * i * (A(1) - g * g));
+    rnn_store<T>(s.d_gates_i, row + 3 * H + j, dh * tc * o * (A(1) - o));
+    rnn_store<T>(s.dc, at, dc * f);
+  } else {
+    const A r = gate(0), z = gate(1), nn = gate(2), hn = rnn_load<T>(s.hn, at);
+    const A dn = dh * (A(1) - z) * (A(1) - nn * nn);
+    const A dz = dh * (rnn_load<T>(s.h_prev, at) - nn) * z * (A(1) - z);
+    const A dr = dn * hn * r * (A(1) - r);
+    rnn_store<T>(s.d_gates_i, row + j, dr);
+    rnn_store<T>(s.d_gates_i, row + H + j, dz);
+    rnn_store<T>(s.d_gates_i, row + 2 * H + j, dn);
+    rnn_store<T>(s.d_gates_h, row + j, dr);
+    rnn_store<T>(s.d_gates_h, row + H + j, dz);
+    rnn_store<T>(s.d_gates_h, row + 2 * H + j, dn * r);
+    rnn_store<T>(s.dh_prev, at, dh * z);
+  }
+}
+
+// f<M>() for the step's mode M.
+template <class F>
+NDG_HD void with_rnn_mode(RNNMode mode, F&& f) {
+  switch (mode) {
+    case RNNMode::rnn_relu: return f(std::integral_constant<RNNMode, RNNMode::rnn_relu>{});
+    case RNNMode::rnn_tanh: return f(std::integral_constant<RNNMode, RNNMode::rnn_tanh>{});
+    case RNNMode::lstm: return f(std::integral_constant<RNNMode, RNNMode::lstm>{});
+    case RNNMode::gru: return f(std::integral_constant<RNNMode, RNNMode::gru>{});
   }
 }
 
 template <class T>
+NDG_HD void rnn_step_forward_element(const RNNStep& s, std::int64_t n, std::int64_t j) {
+  with_rnn_mode(s.mode, [&](auto m) { rnn_step_forward_as<T, decltype(m)::value>(s, n, j); });
+}
+
+template <class T>
 NDG_HD void rnn_step_backward_element(const RNNStep& s, std::int64_t n, std::int64_t j) {
-  using A = ComputeType<T>;
-  const std::int64_t H = s.hidden, G = rnn_gates(s.mode), row = n * G * H, at = n * H + j;
-  const A dh = rnn_load<T>(s.dh, at);
-  const auto gate = [&](std::int64_t g) { return rnn_load<T>(s.gates, row + g * H + j); };
-  // gate g's gradient for the i2h product and, where they differ (GRU's n), for the h2h product
-  const auto put = [&](std::int64_t g, A di, A dh_part) {
-    rnn_store<T>(s.d_gates_i, row + g * H + j, di);
-    if (s.d_gates_h != s.d_gates_i) rnn_store<T>(s.d_gates_h, row + g * H + j, dh_part);
-  };
-  switch (s.mode) {
-    case RNNMode::rnn_relu:
-    case RNNMode::rnn_tanh: {
-      const A h = gate(0);
-      const A d = s.mode == RNNMode::rnn_tanh ? dh * (A(1) - h * h) : (h > A(0) ? dh : A(0));
-      put(0, d, d);
-      break;
-    }
-    case RNNMode::lstm: {
-      const A i = gate(0), f = gate(1), g = gate(2), o = gate(3);
-      const A c = rnn_load<T>(s.c, at), tc = std::tanh(c);
-      A dc = rnn_load<T>(s.dc, at) + dh * o * (A(1) - tc * tc);
-      if (s.clip && (c <= A(s.clip_min) || c >= A(s.clip_max))) dc = A(0);  // the clamp's derivative
-      const A d[4] = {dc * g * i * (A(1) - i), dc * rnn_load<T>(s.c_prev, at) * f * (A(1) - f),
-                      dc * i * (A(1) - g * g), dh * tc * o * (A(1) - o)};
-      for (std::int64_t k = 0; k < 4; ++k) put(k, d[k], d[k]);
-      rnn_store<T>(s.dc, at, dc * f);
-      break;
-    }
-    case RNNMode::gru: {
-      const A r = gate(0), z = gate(1), nn = gate(2), hn = rnn_load<T>(s.hn, at);
-      const A dn = dh * (A(1) - z) * (A(1) - nn * nn);
-      const A dz = dh * (rnn_load<T>(s.h_prev, at) - nn) * z * (A(1) - z);
-      const A dr = dn * hn * r * (A(1) - r);
-      put(0, dr, dr);
-      put(1, dz, dz);
-      put(2, dn, dn * r);
-      rnn_store<T>(s.dh_prev, at, dh * z);
-      break;
-    }
-  }
+  with_rnn_mode(s.mode, [&](auto m) { rnn_step_backward_as<T, decltype(m)::value>(s, n, j); });
 }
 
 namespace gpu {

@@ -139,6 +139,51 @@ BOOST_AUTO_TEST_CASE(long_rows_along_every_axis_match_a_stable_sort) {
   }
 }
 
+// topk selects the first k of a row without sorting it where k <= 32 (the GPU's block per row),
+// and sorts otherwise: both give the stable sort's first k, ties by position, NaN above every
+// number, in both directions, as values, indices and mask.
+BOOST_AUTO_TEST_CASE(topk_of_few_and_of_many_match_a_stable_sort) {
+  const std::int64_t n = 10000;
+  Values v = ndg_test::uniform_values(static_cast<std::size_t>(2 * n), 11);
+  for (double& e : v) e = std::round(e * 40);  // ties
+  v[3] = v[n + 7] = std::nan("");
+  v[5] = -0.0;
+  for (const std::int64_t k : {1, 5, 32, 33}) {
+    for (const bool ascend : {false, true}) {
+      Values want_values, want_indices, want_mask(v.size(), 0.0);
+      for (std::int64_t row = 0; row < 2; ++row) {
+        const auto at = [&](std::int64_t j) { return v[static_cast<std::size_t>(row * n + j)]; };
+        std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) {
+          const double x = at(a), y = at(b);
+          if (std::isnan(x) || std::isnan(y)) return ascend ? !std::isnan(x) && std::isnan(y) : std::isnan(x) && !std::isnan(y);
+          return ascend ? x < y : x > y;
+        });
+        for (std::int64_t j = 0; j < k; ++j) {
+          const std::int64_t i = order[static_cast<std::size_t>(j)];
+          want_values.push_back(at(i));
+          want_indices.push_back(static_cast<double>(i));
+          want_mask[static_cast<std::size_t>(row * n + i)] = 1;
+        }
+      }
+      ndg_test::for_each_context([&](mx::Context ctx) {
+        BOOST_TEST_CONTEXT("k " << k << (ascend ? " ascending" : " descending")) {
+          const nd::NDArray x = nd::array(v, {2, n}, ctx);
+          const std::vector<nd::NDArray> both = nd::topk_both(x, -1, k, ascend, DType::int32);
+          const Values got = values(both[0]);
+          BOOST_TEST_REQUIRE(got.size() == want_values.size());
+          for (std::size_t i = 0; i < got.size(); ++i) {
+            BOOST_TEST((std::isnan(got[i]) ? std::isnan(want_values[i]) : got[i] == want_values[i]), "value " << i);
+          }
+          BOOST_TEST(values(both[1]) == want_indices, tt::per_element());
+          BOOST_TEST(values(nd::topk(x, -1, k, "mask", ascend)) == want_mask, tt::per_element());
+        }
+      });
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(gradient_of_the_values_goes_back_to_their_positions) {
   ndg_test::for_each_context([](mx::Context ctx) {
     for (DType dtype : ndg_test::kFloatDTypes) {
