@@ -190,7 +190,7 @@ inline float host_tanhf(float x) {
   p = p * z - 5.37397155531e-2f;
   p = p * z + 1.33314422036e-1f;
   p = p * z - 3.33332819422e-1f;
-  const float small = p * z * x + x;
+  const float small = x * (1.0f + p * z);  // keeps the sign of -0
   const float large = 1.0f - 2.0f / (host_expf(2.0f * a) + 1.0f);
   return a < 0.625f ? small : (x < 0 ? -large : large);
 }
