@@ -526,6 +526,11 @@ Parameter Block::register_parameter(const std::string& short_name, Shape shape, 
   return core_->params.back().second;
 }
 
+Parameter Block::share_parameter(const std::string& short_name, const Parameter& param) {
+  core_->params.emplace_back(short_name, param);
+  return param;
+}
+
 Parameter Block::register_named_parameter(const std::string& name, Shape shape, DType dtype, const std::string& grad_req) {
   core_->params.emplace_back(name, Parameter(name, std::move(shape), dtype, grad_req));
   return core_->params.back().second;

@@ -170,6 +170,11 @@ class Block {
   Parameter register_parameter(const std::string& short_name, Shape shape, init::InitializerRef init = {},
                                DType dtype = DType::float32);
   Parameter parameter(const std::string& short_name) const;
+  // Registers `param`, another block's parameter, under short_name here too (MXNet's params=
+  // sharing: GluonNLP's BERT decoder reuses the word embedding's weight). It is one parameter
+  // under two structural keys: save_parameters writes both, as MXNet's does, load_parameters
+  // fills it from either, collect_params and the Trainer see it once.
+  Parameter share_parameter(const std::string& short_name, const Parameter& param);
   // The key save_parameters writes for a parameter (and load_parameters reads), where it is not
   // its short name: MXNet's RNN layers save "l0_i2h_weight" as "_unfused.0.i2h_weight". The
   // short name is still read as a key.
