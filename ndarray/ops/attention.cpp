@@ -11,12 +11,19 @@
 #include <initializer_list>
 #include <string>
 
+#include "ndarray/autograd/autograd.hpp"
 #include "ndarray/core/checks.hpp"
 #include "ndarray/core/describe.hpp"
 #include "ndarray/ops/attention_kernels.hpp"
 #include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
+#include "ndarray/ops/creation.hpp"
+#include "ndarray/ops/elementwise.hpp"
+#include "ndarray/ops/linalg.hpp"
+#include "ndarray/ops/manipulation.hpp"
+#include "ndarray/ops/nn.hpp"
 #include "ndarray/ops/parallel.hpp"
+#include "ndarray/ops/softmax.hpp"
 
 namespace mx::op {
 namespace {
@@ -315,3 +322,41 @@ NDArray interleaved_matmul_encdec_valatt(const NDArray& keys_values, const NDArr
 }
 
 }  // namespace mx::nd::contrib
+
+namespace mx::nd {
+
+NDArray scaled_dot_product_attention(const NDArray& q, const NDArray& k, const NDArray& v, const SDPAOptions& o) {
+  for (const NDArray* a : {&q, &k, &v}) detail::check_not_none("scaled_dot_product_attention", *a);
+  const auto fail = [&](const std::string& why) {
+    throw ShapeError("scaled_dot_product_attention: " + why + "; got q " + describe(q) + ", k " + describe(k) +
+                     ", v " + describe(v) + (o.valid_length.is_none() ? "" : ", valid_length " + describe(o.valid_length)));
+  };
+  if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4) fail("q, k and v must be (batch, heads, length, features)");
+  const std::int64_t B = q.shape()[0], H = q.shape()[1], Tq = q.shape()[2], d = q.shape()[3];
+  const std::int64_t Tk = k.shape()[2], dv = v.shape()[3];
+  if (k.shape() != Shape{B, H, Tk, d} || v.shape() != Shape{B, H, Tk, dv}) {
+    fail("k must be (batch, heads, Tk, d) and v (batch, heads, Tk, dv) for q (batch, heads, Tq, d)");
+  }
+  if (!o.valid_length.is_none() && o.valid_length.shape() != Shape{B}) fail("valid_length must be (batch,)");
+  if (!(o.dropout >= 0 && o.dropout < 1)) {
+    throw ValueError("scaled_dot_product_attention: dropout must be in [0, 1), got " + std::to_string(o.dropout));
+  }
+  const double scale = o.scale.value_or(1.0 / std::sqrt(static_cast<double>(d)));
+  const NDArray scores = batch_dot(q.reshape({B * H, Tq, d}), k.reshape({B * H, Tk, d}), false, true) * scale;
+  NDArray weights;
+  if (!o.causal && o.valid_length.is_none()) {
+    weights = softmax(scores, -1);
+  } else {
+    // Each query's number of keys, (B·H, Tq): i + 1 when causal, the row's valid length, or the
+    // smaller of the two.
+    const Context ctx = q.context();
+    NDArray lengths = o.causal ? arange(1, static_cast<double>(Tq) + 1, 1, ctx, DType::int32).reshape({1, 1, Tq})
+                               : full({1, 1, Tq}, static_cast<double>(Tk), ctx, DType::int32);
+    if (!o.valid_length.is_none()) lengths = minimum(lengths, o.valid_length.astype(DType::int32).reshape({B, 1, 1}));
+    weights = softmax(scores, broadcast_to(lengths, {B, H, Tq}).reshape({B * H, Tq}), -1);
+  }
+  if (o.dropout > 0 && autograd::is_training()) weights = Dropout(weights, o.dropout);
+  return batch_dot(weights, v.reshape({B * H, Tk, dv})).reshape({B, H, Tq, dv});
+}
+
+}  // namespace mx::nd

@@ -7,6 +7,7 @@
 // in every input; float32, float64, float16 and bfloat16 (products accumulating in float32).
 // Shapes that do not fit: mx::ShapeError naming the op and the shapes.
 #include <cstdint>
+#include <optional>
 
 #include "ndarray/core/array.hpp"
 
@@ -24,3 +25,27 @@ NDArray interleaved_matmul_encdec_qk(const NDArray& queries, const NDArray& keys
 NDArray interleaved_matmul_encdec_valatt(const NDArray& keys_values, const NDArray& attention, std::int64_t heads);
 
 }  // namespace mx::nd::contrib
+
+namespace mx::nd {
+
+// scaled_dot_product_attention's masks and dropout, as PyTorch's: valid_length (B,) keeps each
+// batch row's first keys (key padding, any numeric dtype); causal lets query i see keys 0..i
+// (PyTorch's is_causal, aligned at the first key); both together take the shorter. dropout: the
+// weights' dropout probability while training (autograd::is_training()), none in prediction.
+// scale: default 1 / sqrt(d).
+struct SDPAOptions {
+  NDArray valid_length = {};
+  bool causal = false;
+  double dropout = 0.0;
+  std::optional<double> scale = std::nullopt;
+};
+
+// softmax(q · kᵀ · scale, masked) · v per batch row and head: q (B, H, Tq, d), k (B, H, Tk, d),
+// v (B, H, Tk, dv) -> (B, H, Tq, dv). A query that sees no key (a valid length of 0) gives 0.
+// Today the reference path on every context: batch_dot, the softmax over each query's first
+// keys (MXNet's softmax with use_length) and Dropout, differentiated by autograd. Shapes that do
+// not fit: mx::ShapeError naming the operands.
+NDArray scaled_dot_product_attention(const NDArray& q, const NDArray& k, const NDArray& v,
+                                     const SDPAOptions& options = {});
+
+}  // namespace mx::nd

@@ -8,6 +8,7 @@
 #include "test/support/contexts.hpp"
 
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include <ndarray/ndarray.hpp>
@@ -181,6 +182,100 @@ BOOST_AUTO_TEST_CASE(shapes_that_do_not_fit_are_typed_errors) {
                           mx::ShapeError, "attention", "(4, 3, 4)", "expected (4, Tq, 5)");
     NDG_CHECK_THROWS_WITH(nd::contrib::interleaved_matmul_selfatt_qk(nd::ones({4, 2, 6}, ctx, DType::int32), 1),
                           mx::DTypeError, "selfatt_qk");
+  });
+}
+
+// scaled_dot_product_attention against a float64 loop: q (B, H, Tq, d), k, v (B, H, Tk, d), with
+// key padding, causal masking, both, and a custom scale; its gradients against finite differences.
+namespace {
+
+Values sdpa_reference(const Values& q, const Values& k, const Values& v, std::int64_t b_, std::int64_t h_,
+                      std::int64_t tq, std::int64_t tk, std::int64_t dd, const std::vector<int>& valid, bool causal,
+                      double scale) {
+  Values out(static_cast<std::size_t>(b_ * h_ * tq * dd), 0.0);
+  for (std::int64_t b = 0; b < b_; ++b) {
+    for (std::int64_t h = 0; h < h_; ++h) {
+      const std::int64_t bh = b * h_ + h;
+      for (std::int64_t i = 0; i < tq; ++i) {
+        std::int64_t keys = valid.empty() ? tk : valid[static_cast<std::size_t>(b)];
+        if (causal) keys = std::min(keys, i + 1);
+        std::vector<double> w(static_cast<std::size_t>(std::max<std::int64_t>(keys, 0)));
+        double top = -1e300, sum = 0;
+        for (std::int64_t j = 0; j < keys; ++j) {
+          double s = 0;
+          for (std::int64_t e = 0; e < dd; ++e) {
+            s += q[static_cast<std::size_t>((bh * tq + i) * dd + e)] * k[static_cast<std::size_t>((bh * tk + j) * dd + e)];
+          }
+          w[static_cast<std::size_t>(j)] = s * scale;
+          top = std::max(top, s * scale);
+        }
+        for (double& e : w) sum += (e = std::exp(e - top));
+        for (std::int64_t j = 0; j < keys; ++j) {
+          for (std::int64_t e = 0; e < dd; ++e) {
+            out[static_cast<std::size_t>((bh * tq + i) * dd + e)] +=
+                w[static_cast<std::size_t>(j)] / sum * v[static_cast<std::size_t>((bh * tk + j) * dd + e)];
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(scaled_dot_product_attention_matches_a_float64_loop) {
+  const std::int64_t b = 2, h = 3, tq = 5, tk = 6, dd = 4;
+  const Values q0 = ndg_test::uniform_values(b * h * tq * dd, 101), k0 = ndg_test::uniform_values(b * h * tk * dd, 102),
+               v0 = ndg_test::uniform_values(b * h * tk * dd, 103), r = ndg_test::uniform_values(b * h * tq * dd, 104);
+  const std::vector<int> valid{6, 2};
+  struct Case {
+    bool padded, causal;
+    std::optional<double> scale;
+  };
+  for (const Case c : {Case{false, false, {}}, Case{true, false, {}}, Case{false, true, {}}, Case{true, true, 0.3}}) {
+    const double scale = c.scale.value_or(1 / std::sqrt(static_cast<double>(dd)));
+    const std::vector<int> lengths = c.padded ? valid : std::vector<int>{};
+    const auto loss = [&](const Values& q, const Values& k, const Values& v) {
+      return dot(sdpa_reference(q, k, v, b, h, tq, tk, dd, lengths, c.causal, scale), r);
+    };
+    const Values want = sdpa_reference(q0, k0, v0, b, h, tq, tk, dd, lengths, c.causal, scale);
+    const Values gq = ndg_test::numeric_gradient([&](const Values& x) { return loss(x, k0, v0); }, q0);
+    const Values gk = ndg_test::numeric_gradient([&](const Values& x) { return loss(q0, x, v0); }, k0);
+    const Values gv = ndg_test::numeric_gradient([&](const Values& x) { return loss(q0, k0, x); }, v0);
+    ndg_test::for_each_context([&](mx::Context ctx) {
+      BOOST_TEST_CONTEXT((c.padded ? "padded" : "") << (c.causal ? " causal" : "")) {
+        nd::NDArray q = f64(q0, {b, h, tq, dd}, ctx), k = f64(k0, {b, h, tk, dd}, ctx), v = f64(v0, {b, h, tk, dd}, ctx);
+        for (nd::NDArray* a : {&q, &k, &v}) a->attach_grad();
+        nd::SDPAOptions o{.causal = c.causal, .scale = c.scale};
+        if (c.padded) o.valid_length = nd::array({6, 2}, ctx);
+        {
+          auto recording = ag::record();
+          const nd::NDArray y = nd::scaled_dot_product_attention(q, k, v, o);
+          check_close(y, want, 1e-9, 1e-12);
+          (y * f64(r, y.shape(), ctx)).sum().backward();
+        }
+        check_close(q.grad(), gq, 1e-6, 1e-8);
+        check_close(k.grad(), gk, 1e-6, 1e-8);
+        check_close(v.grad(), gv, 1e-6, 1e-8);
+        // float32 gives the same to float32's precision.
+        const nd::NDArray y32 = nd::scaled_dot_product_attention(q.astype(mx::DType::float32), k.astype(mx::DType::float32),
+                                                                 v.astype(mx::DType::float32), o);
+        check_close(y32, want, 1e-4, 1e-5);
+      }
+    });
+  }
+}
+
+BOOST_AUTO_TEST_CASE(scaled_dot_product_attention_errors_name_the_operands) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray q = nd::zeros({2, 3, 5, 4}, ctx), k = nd::zeros({2, 3, 6, 4}, ctx);
+    NDG_CHECK_THROWS_WITH(nd::scaled_dot_product_attention(q, nd::zeros({2, 3, 6, 5}, ctx), k), mx::ShapeError,
+                          "k (2, 3, 6, 5)");
+    NDG_CHECK_THROWS_WITH(nd::scaled_dot_product_attention(q.reshape({6, 5, 4}), k, k), mx::ShapeError, "(batch, heads");
+    NDG_CHECK_THROWS_WITH(nd::scaled_dot_product_attention(q, k, k, {.valid_length = nd::ones({3}, ctx)}), mx::ShapeError,
+                          "valid_length (3,)");
+    NDG_CHECK_THROWS_WITH(nd::scaled_dot_product_attention(q, k, k, {.dropout = 1.0}), mx::ValueError, "dropout");
   });
 }
 
