@@ -8,6 +8,7 @@
 
 #include "ndarray/autograd/autograd.hpp"
 #include "ndarray/core/describe.hpp"
+#include "ndarray/core/strided_index.hpp"
 #include "ndarray/graph/trace.hpp"
 #include "ndarray/ops/attrs.hpp"
 #include "ndarray/ops/creation.hpp"
@@ -80,7 +81,9 @@ class Tracer final : public op::TraceSink {
     if (name_of_) {
       if (const std::optional<Named> named = name_of_(x)) {
         const Entry e = add_variable(named->name, named->array, named->array.shape());
-        return named->array.is(x) ? e : reshape(named->array, e, x);
+        if (named->array.is(x)) return e;
+        if (const std::optional<Permuted> p = permutation_of(named->array, x)) return permute(named->array, e, x, *p);
+        return reshape(named->array, e, x);
       }
     }
     // A broadcast view (nd::broadcast_to: a sum's gradient spreads its head so) runs no op either:
@@ -96,9 +99,65 @@ class Tracer final : public op::TraceSink {
         return reshape(array, entry, x);
       }
     }
+    // So is a transpose (nd::transpose, swapaxes): a permuted view of a traced array becomes a
+    // transpose node.
+    for (const auto& [array, entry] : seen_) {
+      if (const std::optional<Permuted> p = permutation_of(array, x)) return permute(array, entry, x, *p);
+    }
     throw ValueError(std::string("hybridize: ") + op + " reads " + nd::describe(x) +
                      ", an array made outside the traced forward that is neither one of its inputs nor a "
                      "parameter; make it inside forward, or a parameter (Block::register_parameter)");
+  }
+
+  // When x is a permutation of the axes of a dense array over from's elements (the same storage,
+  // first element, size and dtype; from itself or a reshape of it): that array's shape and, per
+  // axis d of x, the axis of it that d reads. The dense array's axes are x's in order of
+  // decreasing stride.
+  struct Permuted {
+    Shape dense;
+    std::vector<int> axes;
+  };
+  static std::optional<Permuted> permutation_of(const NDArray& from, const NDArray& x) {
+    if (x.is_contiguous() || !from.is_contiguous() || x.data() != from.data() || x.size() != from.size() ||
+        x.dtype() != from.dtype() || x.size() == 0) {
+      return std::nullopt;
+    }
+    const std::vector<std::int64_t> strides = x.strides();
+    std::vector<int> order(static_cast<std::size_t>(x.ndim()));
+    for (int d = 0; d < x.ndim(); ++d) order[static_cast<std::size_t>(d)] = d;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return strides[static_cast<std::size_t>(a)] > strides[static_cast<std::size_t>(b)];
+    });
+    std::vector<std::int64_t> dims;
+    for (int d : order) dims.push_back(x.shape()[d]);
+    Permuted p{Shape(dims), std::vector<int>(order.size())};
+    const std::vector<std::int64_t> dense = contiguous_strides(p.dense);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const auto d = static_cast<std::size_t>(order[i]);
+      if (x.shape()[order[i]] > 1 && strides[d] != dense[i]) return std::nullopt;  // a slice, not a permutation
+      p.axes[d] = static_cast<int>(i);
+    }
+    return p;
+  }
+
+  // A transpose node of the array at `from` (reshaped to p.dense first where it differs) to x.
+  Entry permute(const NDArray& array, Entry from, const NDArray& x, const Permuted& p) {
+    if (array.shape() != p.dense) from = reshape(array, from, array.reshape(p.dense));
+    return transpose(from, x, p.axes);
+  }
+
+  Entry transpose(Entry from, const NDArray& x, const std::vector<int>& axes) {
+    Node node;
+    node.op = &op::transpose_op();
+    node.params = op::transpose_params(axes);
+    node.inputs = {from};
+    node.input_slots = {0};
+    node.num_inputs = 1;
+    node.name = "transpose" + std::to_string(count_["transpose"]++);
+    g_.nodes.push_back(std::move(node));
+    const Entry out{static_cast<std::uint32_t>(g_.nodes.size() - 1), 0};
+    set(x, out);
+    return out;
   }
 
   // The dense array that the strided x repeats along its axes of stride 0, when x is such a view

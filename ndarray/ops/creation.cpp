@@ -78,9 +78,23 @@ std::vector<std::pair<std::string, std::string>> fill_attrs(const Params& params
   }
   return attrs;
 }
+// MXNet's stop (start + length · step) and dtype where the length is known.
 std::vector<std::pair<std::string, std::string>> arange_attrs(const Params& params) {
   const auto& p = params.as<ArangeParams>();
-  return {{"start", format_real(p.start)}, {"step", format_real(p.step)}};
+  std::vector<std::pair<std::string, std::string>> a{{"start", format_real(p.start)}, {"step", format_real(p.step)}};
+  if (p.length >= 0) {
+    a.emplace_back("stop", format_real(p.start + static_cast<double>(p.length) * p.step));
+    a.emplace_back("dtype", dtype_name(p.dtype));
+  }
+  return a;
+}
+
+// The output as given, else as the length and dtype say.
+void arange_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  if (!inv.outputs.empty()) return output_as_given(inv, out);
+  const auto& p = inv.params.as<ArangeParams>();
+  if (p.length < 0) throw ValueError("_arange: the output's length is not known (neither given nor a stop attribute)");
+  out = {{Shape{p.length}, p.dtype}};
 }
 
 // MXNet's attributes, with those of the output (read_output_attrs).
@@ -95,14 +109,18 @@ Params fill_parse(const AttrList& attrs) {
   return has_shape ? fill_params(value, Shape(shape), dtype) : FillParams{value};
 }
 
-// stop and infer_range say how many values, which the output's length gives: ignored. repeat
-// other than 1 is refused.
+// stop gives the length, ceil((stop - start) / step) as MXNet's (a given output's length wins);
+// infer_range is ignored. repeat other than 1 is refused.
 Params arange_parse(const AttrList& attrs) {
   AttrReader a("_arange", attrs);
-  const ArangeParams p{a.real("start"), a.real("step", 1.0)};
+  ArangeParams p{a.real("start"), a.real("step", 1.0)};
   if (a.integer("repeat", 1) != 1) a.fail("repeat", "is not supported: each value once");
-  a.ignore({"stop", "infer_range"});
-  read_output_attrs(a);
+  if (a.text("stop", "None") != "None" && p.step != 0) {
+    const double count = std::ceil((a.real("stop") - p.start) / p.step - 1e-9);
+    p.length = count > 0 ? static_cast<std::int64_t>(count) : 0;
+  }
+  if (a.text("dtype", "None") != "None") p.dtype = a.dtype("dtype");
+  a.ignore({"infer_range", "shape", "ctx"});
   a.finish();
   return p;
 }
@@ -127,7 +145,7 @@ const OpDef& full_op() {
   return def;
 }
 const OpDef& arange_op() {
-  static const OpDef def{"_arange", &output_as_given, &arange_cpu, NDG_GPU_KERNEL(gpu::arange), nullptr, &arange_attrs,
+  static const OpDef def{"_arange", &arange_infer, &arange_cpu, NDG_GPU_KERNEL(gpu::arange), nullptr, &arange_attrs,
                          &arange_parse};
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
@@ -204,7 +222,7 @@ NDArray arange(double start, double stop, double step, Context ctx, DType dtype)
   const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
   // Made where it lives: no host copy, so ops that need one (one_hot) never wait for the device.
   NDArray out({n}, ctx, dtype);
-  op::invoke_into(op::arange_op(), {}, {out}, op::ArangeParams{start, step});
+  op::invoke_into(op::arange_op(), {}, {out}, op::ArangeParams{start, step, n, dtype});
   return out;
 }
 

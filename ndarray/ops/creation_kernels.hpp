@@ -20,6 +20,10 @@ struct FillParams {
 FillParams fill_params(double value, const Shape& shape, DType dtype);
 struct ArangeParams {
   double start = 0, step = 1;  // out[i] = start + i * step, computed in double
+  // The output's length and dtype, for a graph that has no output to read them from (-1: the
+  // output as given, as nd::arange passes one).
+  std::int64_t length = -1;
+  DType dtype = DType::float32;
 };
 // uniform: (a, b] = (low, high]; normal: a = loc, b = scale. The draw continues the context's
 // generator, or starts `offset` values after the seed when offset >= 0 (so that several contexts

@@ -2,6 +2,7 @@
 // Reshape, Flatten and broadcast_to, the graph ops of an NDArray's views (ndarray/ops/reshape.cpp):
 // an eager view runs no op, a traced or imported graph names one. Internal.
 #include <cstdint>
+#include <vector>
 
 #include "ndarray/ops/op.hpp"
 
@@ -26,5 +27,9 @@ const OpDef& flatten_op();
 // MXNet's broadcast_to: attribute shape (ReshapeParams; 0 keeps the input's extent) of the input's
 // rank, each axis of extent 1 repeated. Its output is dense.
 const OpDef& broadcast_to_op();
+// The registered transpose (shape_ops.cpp), for the permuted views a trace meets, and its params
+// for output axis d reading input axis axes[d].
+const OpDef& transpose_op();
+Params transpose_params(const std::vector<int>& axes);
 
 }  // namespace mx::op

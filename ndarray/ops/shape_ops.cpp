@@ -1,9 +1,11 @@
-// The shape ops: stack, SliceChannel (split), squeeze, expand_dims, tile, repeat and reverse, as
-// registered ops with MXNet's names and attributes. None needs a kernel of its own: stack and
+// The shape ops: stack, SliceChannel (split), squeeze, expand_dims, tile, repeat, reverse and
+// transpose, as registered ops with MXNet's names and attributes. None needs a kernel of its own: stack and
 // SliceChannel move rows with the backend's 2-D copy (as Concat and slice_axis), squeeze and
-// expand_dims copy, and tile, repeat and reverse gather through a strided view of their input
-// (stride 0 on a repeated axis, a negative stride on a reversed one), so each OpDef names the same
-// function for every device. Here: the front ends, inference, gradients and the kernels.
+// expand_dims copy, and tile, repeat, reverse and transpose gather through a strided view of their
+// input (stride 0 on a repeated axis, a negative stride on a reversed one, permuted strides), so
+// each OpDef names the same function for every device. nd::transpose itself returns a view and
+// runs no op; the registered transpose is what a traced graph (hybridize) and MXNet's symbol
+// files run, where the view's permutation becomes a node. Here: the front ends, inference, gradients and the kernels.
 #include "ndarray/ops/shape_ops.hpp"
 
 #include <algorithm>
@@ -442,6 +444,63 @@ Params reverse_parse(const AttrList& attrs) {
   return p;
 }
 
+// transpose: axes () reverses them, as MXNet's.
+std::vector<int> transpose_axes(const Invocation& inv) {
+  const NDArray& x = inv.inputs[0];
+  const std::vector<std::int64_t> given = inv.params.as<TupleParams>().list();
+  std::vector<int> axes;
+  if (given.empty()) {
+    for (int d = x.ndim() - 1; d >= 0; --d) axes.push_back(d);
+    return axes;
+  }
+  if (static_cast<int>(given.size()) != x.ndim()) {
+    throw ShapeError("transpose: axes " + tuple_text(given) + " do not permute the " + std::to_string(x.ndim()) +
+                     " axes of " + nd::describe(x));
+  }
+  for (std::int64_t a : given) axes.push_back(normalize_axis("transpose", static_cast<int>(a), x.shape()));
+  std::vector<int> sorted = axes;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    throw ValueError("transpose: axes " + tuple_text(given) + " name an axis twice (array " + nd::describe(x) + ")");
+  }
+  return axes;
+}
+
+void transpose_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const NDArray& x = inv.inputs[0];
+  std::vector<std::int64_t> dims;
+  for (int a : transpose_axes(inv)) dims.push_back(x.shape()[a]);
+  out = {{Shape(dims), x.dtype()}};
+}
+
+// Output axis d reads input axis axes[d].
+void transpose_kernel(const ExecContext& ec, const Invocation& inv) {
+  const std::vector<std::int64_t> dense = contiguous_strides(inv.inputs[0].shape());
+  std::vector<std::int64_t> strides;
+  for (int a : transpose_axes(inv)) strides.push_back(dense[static_cast<std::size_t>(a)]);
+  gather_view(ec, inv, inv.outputs[0].shape(), strides, 0);
+}
+
+const OpDef& transpose_def();
+
+std::vector<NDArray> transpose_gradient(const Invocation& inv, const std::vector<NDArray>& g) {
+  const std::vector<int> axes = transpose_axes(inv);
+  std::vector<std::int64_t> inverse(axes.size());
+  for (std::size_t d = 0; d < axes.size(); ++d) inverse[static_cast<std::size_t>(axes[d])] = static_cast<std::int64_t>(d);
+  return {invoke1(transpose_def(), {g[0]}, tuple_params("transpose", "axes", inverse))};
+}
+
+std::vector<std::pair<std::string, std::string>> transpose_attrs(const Params& params) {
+  return {{"axes", tuple_text(params.as<TupleParams>().list())}};
+}
+
+Params transpose_parse(const AttrList& attrs) {
+  AttrReader a("transpose", attrs);
+  const TupleParams p = tuple_params("transpose", "axes", a.tuple("axes", {}));
+  a.finish();
+  return p;
+}
+
 // One kernel for every device each: the backend's copies and gathers.
 const OpDef& stack_def() {
   static const OpDef def{"stack", &stack_infer, &stack_kernel, NDG_GPU_KERNEL(stack_kernel), &stack_gradient,
@@ -485,12 +544,21 @@ const OpDef& reverse_def() {
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
+const OpDef& transpose_def() {
+  static const OpDef def{"transpose", &transpose_infer, &transpose_kernel, NDG_GPU_KERNEL(transpose_kernel),
+                         &transpose_gradient, &transpose_attrs, &transpose_parse};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
 [[maybe_unused]] const bool family_registered = (stack_def(), split_def(), squeeze_def(), expand_dims_def(), tile_def(),
-                                                 repeat_def(), reverse_def(), true);
+                                                 repeat_def(), reverse_def(), transpose_def(), true);
 
 std::vector<std::int64_t> widened(const std::vector<int>& axes) { return {axes.begin(), axes.end()}; }
 
 }  // namespace
+
+const OpDef& transpose_op() { return transpose_def(); }
+Params transpose_params(const std::vector<int>& axes) { return tuple_params("transpose", "axes", widened(axes)); }
 }  // namespace mx::op
 
 namespace mx::nd {

@@ -263,6 +263,54 @@ BOOST_AUTO_TEST_CASE(indexing_shape_and_sort_ops_export_and_import) {
   });
 }
 
+// nd::transpose returns a view and runs no op: traced, each permuted view becomes a transpose node,
+// which replays, differentiates and exports as MXNet's; so does an arange made inside forward.
+BOOST_AUTO_TEST_CASE(transposed_views_replay_differentiate_and_export) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const ndg_test::TempDir dir;
+    nn::Sequential net;
+    nn::Dense dense(12, nn::DenseOptions{.flatten = false});
+    net.add(dense, nn::HybridLambda([](const nd::NDArray& y) {  // y (2, 3, 12): heads as in attention
+              const nd::NDArray heads = nd::transpose(y.reshape({2, 3, 3, 4}), {2, 0, 1, 3});  // (3, 2, 3, 4)
+              const nd::NDArray q = nd::slice_axis(heads, 0, 0, 1).reshape({2, 3, 4});
+              const nd::NDArray k = nd::slice_axis(heads, 0, 1, 2).reshape({2, 3, 4});
+              const nd::NDArray scores = nd::batch_dot(q, nd::swapaxes(k, 1, 2));              // (2, 3, 3)
+              const nd::NDArray steps = nd::arange(0, 3, 1, y.context()).reshape({1, 1, 3});  // traced as _arange
+              return nd::transpose(nd::softmax(scores, -1), {0, 2, 1}) + nd::transpose(nd::transpose(scores)) + steps;
+            }));
+    net.initialize(mx::init::Xavier(), ctx);
+    const nd::NDArray x = random_array({2, 3, 5}, ctx, 71);
+    const auto run = [&] {
+      std::vector<nd::NDArray> grads;
+      nd::NDArray y;
+      {
+        auto recording = ag::record();
+        y = net(x);
+        (y * y).sum().backward();
+      }
+      grads.push_back(dense.weight().grad(ctx).copy());
+      grads.push_back(dense.bias().grad(ctx).copy());
+      return std::make_pair(y, grads);
+    };
+    const auto [eager, eager_grads] = run();
+    net.hybridize();
+    for (int replay = 0; replay < 2; ++replay) {
+      const auto [traced, traced_grads] = run();
+      check_close(traced, eager.asvector<double>(), 1e-6, 1e-7);
+      check_close(traced_grads[0], eager_grads[0].asvector<double>(), 1e-5, 1e-6);
+      check_close(traced_grads[1], eager_grads[1].asvector<double>(), 1e-5, 1e-6);
+    }
+    net.export_model(dir.file("heads"));
+    const std::string json = ndg_test::read_bytes(dir.file("heads-symbol.json"));
+    BOOST_TEST(json.find("\"op\": \"transpose\"") != std::string::npos);
+    BOOST_TEST(json.find("\"axes\": \"(2, 0, 1, 3)\"") != std::string::npos);
+    BOOST_TEST(json.find("\"op\": \"_arange\"") != std::string::npos);
+    nn::SymbolBlock imported =
+        nn::SymbolBlock::imports(dir.file("heads-symbol.json"), {"data"}, dir.file("heads-0000.params"), ctx);
+    check_close(imported(x), eager.asvector<double>(), 1e-6, 1e-7);
+  });
+}
+
 // JSON as MXNet 1.x writes it (attrs, hints in __shape__, node_row_ptr, a version), for
 // relu(x · w0ᵀ + b0) · w1ᵀ + b1, with MXNet's extra attributes.
 BOOST_AUTO_TEST_CASE(imports_json_written_by_mxnet) {

@@ -290,6 +290,7 @@ int run(const Options& o) {
     if (param.shape().ndim() < 2) param.set_wd_mult(0);  // no decay for LayerNorm's gamma, as nanoGPT
   }
   std::printf("%.2fM parameters\n", static_cast<double>(count) / 1e6);
+  net.hybridize();  // one graph per signature: training, evaluation and each sampling length
   const std::int64_t warmup = std::min<std::int64_t>(100, o.steps / 10);
   auto schedule = std::make_shared<mx::lr_scheduler::CosineScheduler>(o.steps, o.lr, o.lr / 10, warmup);
   // MXNet's AdamW decays by wd · w per step (w -= eta (lr m / (sqrt(v) + eps) + wd w)), PyTorch's

@@ -150,7 +150,7 @@ std::map<std::string, std::vector<op::Params>> representatives() {
       {"Cast", {op::CastParams{DType::int32}, op::CastParams{DType::float64}}},
       {"pick", {op::PickParams{0, true, true}, op::PickParams{}}},
       {"_full", {op::FillParams{-2.5}}},
-      {"_arange", {op::ArangeParams{1.5, 0.25}}},
+      {"_arange", {op::ArangeParams{1.5, 0.25}, op::ArangeParams{1.5, 0.25, 6, DType::int32}}},
       {"_random_uniform", {op::RandomParams{-1, 3}}},
       {"_random_normal", {op::RandomParams{0.5, 1e-3}}},
       {"sgd_update", {step}},
@@ -212,6 +212,7 @@ const std::map<std::string, AttrList>& samples() {
       {"tile", {{"reps", "(2, 1, 3)"}}},
       {"repeat", {{"repeats", "3"}, {"axis", "None"}}},
       {"reverse", {{"axis", "(0, 1)"}}},
+      {"transpose", {{"axes", "(1, 0, 2)"}}},
       {"topk", {{"axis", "None"}, {"k", "3"}, {"ret_typ", "both"}, {"is_ascend", "True"}, {"dtype", "int32"}}},
       {"sort", {{"axis", "0"}, {"is_ascend", "False"}}},
       {"argsort", {{"axis", "-1"}, {"dtype", "int64"}}},
@@ -523,6 +524,9 @@ BOOST_AUTO_TEST_CASE(mxnet_indexing_shape_and_sort_attributes_compute_as_the_fro
     BOOST_TEST(values(run("sort", {x}, {{"axis", "None"}})[0]) == values(nd::sort(x, std::nullopt)), tt::per_element());
     BOOST_TEST(values(run("tile", {x}, {{"reps", "(2,)"}})[0]) == values(nd::tile(x, {2})), tt::per_element());
     BOOST_TEST(values(run("reverse", {x}, {{"axis", "(1,)"}})[0]) == values(nd::flip(x, {1})), tt::per_element());
+    BOOST_TEST(values(run("transpose", {x}, {{"axes", "(1, 0)"}})[0]) == values(nd::transpose(x, {1, 0})),
+               tt::per_element());
+    BOOST_TEST(values(run("transpose", {x}, {})[0]) == values(nd::transpose(x)), tt::per_element());  // axes () reverses
     // Without use_sequence_length, MXNet's node has data alone: the absent input is a none array.
     BOOST_TEST(values(run("SequenceLast", {x, nd::NDArray()}, {})[0]) == values(nd::SequenceLast(x)), tt::per_element());
     BOOST_TEST(def_of("SequenceMask").arity == 2u);
