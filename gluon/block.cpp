@@ -447,15 +447,14 @@ std::shared_ptr<CachedGraph> Block::trace_forward(const nd::NDArray& x, bool rec
       for (const nd::NDArray& a : param.list_data()) restore.saved.emplace_back(a, a.copy());
     }
   }
-  // A parameter, or a reshaped view of one (PReLU's slopes as (1, C, 1, 1)), which the trace then
-  // reads through a Reshape node.
+  // A parameter, or a reshaped or transposed view of one (PReLU's slopes as (1, C, 1, 1)), which
+  // the trace then reads through a Reshape or transpose node.
   const auto name_of = [&](const nd::NDArray& a) -> std::optional<graph::Named> {
     for (const auto& [key, param] : params) {
       if (!param.is_initialized()) continue;
       for (const nd::NDArray& d : param.list_data()) {
-        const bool reshaped = a.is_contiguous() && d.is_contiguous() && a.data() == d.data() &&
-                              a.size() == d.size() && a.dtype() == d.dtype();
-        if (d.is(a) || reshaped) return graph::Named{param.name(), d};
+        const bool viewed = d.is_contiguous() && a.data() == d.data() && a.size() == d.size() && a.dtype() == d.dtype();
+        if (d.is(a) || viewed) return graph::Named{param.name(), d};
       }
     }
     return std::nullopt;

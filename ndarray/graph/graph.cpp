@@ -80,10 +80,15 @@ class Tracer final : public op::TraceSink {
     }
     if (name_of_) {
       if (const std::optional<Named> named = name_of_(x)) {
-        const Entry e = add_variable(named->name, named->array, named->array.shape());
-        if (named->array.is(x)) return e;
-        if (const std::optional<Permuted> p = permutation_of(named->array, x)) return permute(named->array, e, x, *p);
-        return reshape(named->array, e, x);
+        const auto variable = [&] {  // one variable per parameter, however many views read it
+          for (const auto& [array, entry] : seen_) {
+            if (array.is(named->array)) return entry;
+          }
+          return add_variable(named->name, named->array, named->array.shape());
+        };
+        if (named->array.is(x)) return variable();
+        if (const std::optional<Permuted> p = permutation_of(named->array, x)) return permute(named->array, variable(), x, *p);
+        if (x.is_contiguous()) return reshape(named->array, variable(), x);
       }
     }
     // A broadcast view (nd::broadcast_to: a sum's gradient spreads its head so) runs no op either:

@@ -311,6 +311,54 @@ BOOST_AUTO_TEST_CASE(transposed_views_replay_differentiate_and_export) {
   });
 }
 
+namespace {
+
+// Reads its parameter through two transposed views and a reshape: one variable in the graph.
+class TransposedWeight : public mx::gluon::Block {
+ public:
+  TransposedWeight() : Block("transposedweight") { register_parameter("weight", {4, 5}); }
+  nd::NDArray forward(const nd::NDArray& x) override {  // x (N, 5)
+    const nd::NDArray w = parameter("weight").data(x.context());
+    return nd::dot(nd::dot(x, nd::transpose(w)), w) + nd::transpose(w).reshape({1, 20}).sum();
+  }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(transposed_parameters_are_one_variable) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    TransposedWeight net;
+    net.initialize(mx::init::Xavier(), ctx);
+    const nd::NDArray x = random_array({3, 5}, ctx, 73);
+    const mx::gluon::Parameter w = net.structural_params().at(0).second;
+    const auto run = [&] {
+      nd::NDArray y;
+      {
+        auto recording = ag::record();
+        y = net(x);
+        y.sum().backward();
+      }
+      return std::make_pair(y, w.grad(ctx).copy());
+    };
+    const auto [eager, eager_grad] = run();
+    net.hybridize();
+    for (int replay = 0; replay < 2; ++replay) {
+      const auto [traced, traced_grad] = run();
+      check_close(traced, eager.asvector<double>(), 1e-6, 1e-7);
+      check_close(traced_grad, eager_grad.asvector<double>(), 1e-5, 1e-6);
+    }
+    const ndg_test::TempDir dir;
+    net.export_model(dir.file("tw"));
+    const std::string json = ndg_test::read_bytes(dir.file("tw-symbol.json"));
+    std::size_t variables = 0;
+    const std::string node = "\"name\": \"" + w.name() + "\"";
+    for (std::size_t at = json.find(node); at != std::string::npos; at = json.find(node, at + 1)) {
+      ++variables;
+    }
+    BOOST_TEST(variables == 1u);
+  });
+}
+
 // JSON as MXNet 1.x writes it (attrs, hints in __shape__, node_row_ptr, a version), for
 // relu(x · w0ᵀ + b0) · w1ᵀ + b1, with MXNet's extra attributes.
 BOOST_AUTO_TEST_CASE(imports_json_written_by_mxnet) {
