@@ -430,10 +430,58 @@ def rnn():
     print("lstm_lm_cpu", train(torch.device("cpu"), 1000, 128, 256, 2, 35, 32, reps=3))
 
 
+def attention():
+    """attention_bench's cases: scaled_dot_product_attention forward and backward (bfloat16, the
+    flash backend), layer_norm forward and backward (bfloat16), and a BERT-base encoder's training
+    step (nn.TransformerEncoder, post-norm, GELU, bfloat16 autocast, AdamW) eager and compiled."""
+    dev = torch.device("cuda:0")
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    for d in (64, 128):
+        for t in (512, 2048, 8192):
+            for causal in (False, True):
+                q, k, v = (torch.rand(8, 16, t, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+                           for _ in range(3))
+                g = torch.rand(8, 16, t, d, device=dev, dtype=torch.bfloat16)
+
+                def step():
+                    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    y.backward(g)
+                key = f"sdpa_d{d}_t{t}" + ("_causal" if causal else "")
+                print(key, median_seconds(step, 2 if t >= 8192 else 5, trials=3))
+                del q, k, v, g
+    for rows, cols in ((4096, 8192), (32768, 768)):
+        x = torch.rand(rows, cols, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        w = torch.ones(cols, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        b = torch.zeros(cols, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        g = torch.rand(rows, cols, device=dev, dtype=torch.bfloat16)
+
+        def layer_norm():
+            torch.nn.functional.layer_norm(x, (cols,), w, b).backward(g)
+        print(f"layer_norm_{rows}x{cols}", median_seconds(layer_norm, 20))
+    for compiled in (False, True):
+        layer = torch.nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.1, activation="gelu")
+        encoder = torch.nn.TransformerEncoder(layer, 12, enable_nested_tensor=False).to(dev)
+        opt = torch.optim.AdamW(encoder.parameters(), lr=1e-4, fused=True)
+        model = torch.compile(encoder) if compiled else encoder
+        x = torch.rand(128, 32, 768, device=dev)
+
+        def train_step():
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                y = model(x).float()
+            (y * y).mean().backward()
+            opt.step()
+        for _ in range(3):
+            train_step()  # compiles
+        print("bert_encoder_compile" if compiled else "bert_encoder_eager", median_seconds(train_step, 5, trials=3))
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "optim":
         optim(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "data_pipeline":
         data_pipeline(sys.argv[2])
     else:
-        {"gluon": gluon, "conv": conv, "hybridize": hybridize, "amp": amp, "rnn": rnn}.get(sys.argv[1] if len(sys.argv) == 2 else "", main)()
+        {"gluon": gluon, "conv": conv, "hybridize": hybridize, "amp": amp, "rnn": rnn,
+         "attention": attention}.get(sys.argv[1] if len(sys.argv) == 2 else "", main)()
