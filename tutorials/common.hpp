@@ -52,6 +52,32 @@ inline CLI::Validator existing_context() {
       "", "existing_context");
 }
 
+// --data PATH of a text corpus: a file that exists, else the message says where to get it.
+inline CLI::Validator existing_text(std::string where_to_get_it) {
+  return CLI::Validator(
+      [where = std::move(where_to_get_it)](std::string& value) -> std::string {
+        return std::filesystem::is_regular_file(value) ? "" : value + ": no such file. " + where;
+      },
+      "", "existing_file");
+}
+
+// The corpus: --data's path, else the environment variable's; nullopt (the error printed, naming
+// both and where to get the text) when neither names a file.
+inline std::optional<std::string> text_path(const std::string& data, const char* variable, const char* what,
+                                            const char* where_to_get_it) {
+  if (!data.empty()) return data;
+  const char* env = std::getenv(variable);
+  if (env == nullptr || *env == '\0') {
+    std::fprintf(stderr, "error: no text: give --data PATH or set %s to %s. %s\n", variable, what, where_to_get_it);
+    return std::nullopt;
+  }
+  if (!std::filesystem::is_regular_file(env)) {
+    std::fprintf(stderr, "error: %s=%s: no such file. %s\n", variable, env, where_to_get_it);
+    return std::nullopt;
+  }
+  return std::string(env);
+}
+
 // Opens the CSV of the curves and writes its header line. Opened before training, so that a bad
 // path fails at once: then it prints the error and returns null.
 inline std::FILE* open_csv(const std::string& path, const std::string& header) {

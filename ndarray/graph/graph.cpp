@@ -152,13 +152,18 @@ class Tracer final : public op::TraceSink {
   }
 
   Entry transpose(Entry from, const NDArray& x, const std::vector<int>& axes) {
+    return view_node(op::transpose_op(), op::transpose_params(axes), from, x);
+  }
+
+  // The node of a view's op from `from`, whose output stands for x; named as record() names ops.
+  Entry view_node(const op::OpDef& def, op::Params params, Entry from, const NDArray& x) {
     Node node;
-    node.op = &op::transpose_op();
-    node.params = op::transpose_params(axes);
+    node.op = &def;
+    node.params = std::move(params);
     node.inputs = {from};
     node.input_slots = {0};
     node.num_inputs = 1;
-    node.name = "transpose" + std::to_string(count_["transpose"]++);
+    node.name = lower(def.name) + std::to_string(count_[def.name]++);
     g_.nodes.push_back(std::move(node));
     const Entry out{static_cast<std::uint32_t>(g_.nodes.size() - 1), 0};
     set(x, out);
@@ -188,42 +193,22 @@ class Tracer final : public op::TraceSink {
   // A broadcast_to node from the entry of x's dense source to x: shape code 0 on the axes the
   // source keeps (a batch axis stays free), x's extent on those it repeats.
   Entry broadcast(Entry from, const NDArray& source, const NDArray& x) {
-    Node node;
-    node.op = &op::broadcast_to_op();
     op::ReshapeParams p = op::ReshapeParams::of(x.shape());
     for (int d = 0; d < p.ndim; ++d) {
       if (source.shape()[d] == x.shape()[d]) p.shape[d] = 0;
     }
-    node.params = p;
-    node.inputs = {from};
-    node.input_slots = {0};
-    node.num_inputs = 1;
-    node.name = "broadcast_to" + std::to_string(count_["broadcast_to"]++);
-    g_.nodes.push_back(std::move(node));
-    const Entry out{static_cast<std::uint32_t>(g_.nodes.size() - 1), 0};
-    set(x, out);
-    return out;
+    return view_node(op::broadcast_to_op(), p, from, x);
   }
 
   // A Flatten node where the view keeps the first axis and merges the rest, else a Reshape that
   // keeps the first extent as MXNet's code 0 (both independent of the batch size).
   Entry reshape(const NDArray& from, Entry e, const NDArray& to) {
-    Node node;
-    const bool flatten = to.ndim() == 2 && from.ndim() > 2 && to.shape()[0] == from.shape()[0];
-    node.op = flatten ? &op::flatten_op() : &op::reshape_op();
-    if (!flatten) {
-      op::ReshapeParams p = op::ReshapeParams::of(to.shape());
-      if (p.ndim > 0 && from.ndim() > 0 && p.shape[0] == from.shape()[0]) p.shape[0] = 0;
-      node.params = p;
+    if (to.ndim() == 2 && from.ndim() > 2 && to.shape()[0] == from.shape()[0]) {
+      return view_node(op::flatten_op(), {}, e, to);
     }
-    node.inputs = {e};
-    node.input_slots = {0};
-    node.num_inputs = 1;
-    node.name = lower(node.op->name) + std::to_string(count_[node.op->name]++);
-    g_.nodes.push_back(std::move(node));
-    const Entry out{static_cast<std::uint32_t>(g_.nodes.size() - 1), 0};
-    set(to, out);
-    return out;
+    op::ReshapeParams p = op::ReshapeParams::of(to.shape());
+    if (p.ndim > 0 && from.ndim() > 0 && p.shape[0] == from.shape()[0]) p.shape[0] = 0;
+    return view_node(op::reshape_op(), p, e, to);
   }
 
   Graph& g_;

@@ -312,20 +312,10 @@ constexpr const char* kWhereToGetIt =
 
 int run_all(const Options& o) {
   const mx::Context ctx = o.ctx.empty() ? mx::try_gpu() : *tutorial::context_named(o.ctx);
-  std::string path = o.data;
-  if (path.empty()) {
-    const char* env = std::getenv("TIME_MACHINE");
-    if (env == nullptr || *env == '\0') {
-      std::fprintf(stderr, "error: no text: give --data PATH or set TIME_MACHINE to the text of The Time Machine. %s\n",
-                   kWhereToGetIt);
-      return 2;
-    }
-    path = env;
-    if (!std::filesystem::is_regular_file(path)) {
-      std::fprintf(stderr, "error: TIME_MACHINE=%s: no such file. %s\n", path.c_str(), kWhereToGetIt);
-      return 2;
-    }
-  }
+  const std::optional<std::string> text = tutorial::text_path(o.data, "TIME_MACHINE", "the text of The Time Machine",
+                                                              kWhereToGetIt);
+  if (!text) return 2;
+  const std::string& path = *text;
   const auto tokens = text::tokenize(text::read_time_machine(path), "char");
   const text::Vocab vocab(tokens);
   const std::vector<std::int64_t> corpus = text::corpus_indices(tokens, vocab, o.max_tokens);
@@ -398,11 +388,7 @@ int main(int argc, char** argv) {
                  "the text of The Time Machine (Project Gutenberg's eBook #35 or D2L's timemachine.txt)")
       ->type_name("PATH")
       ->default_str("$TIME_MACHINE")
-      ->check(CLI::Validator(
-          [](std::string& value) -> std::string {
-            return std::filesystem::is_regular_file(value) ? "" : value + ": no such file. " + kWhereToGetIt;
-          },
-          "", "existing_file"));
+      ->check(tutorial::existing_text(kWhereToGetIt));
   app.add_option("--ctx", o.ctx, "train on this context: cpu, gpu (that is gpu:0) or gpu:N")
       ->type_name("CTX")
       ->default_str("gpu:0, else cpu")

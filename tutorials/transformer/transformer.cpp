@@ -235,19 +235,9 @@ std::string sample(GPT& net, const std::string& chars, std::int64_t context, std
 
 int run(const Options& o) {
   const mx::Context ctx = o.ctx.empty() ? mx::try_gpu() : *tutorial::context_named(o.ctx);
-  std::string path = o.data;
-  if (path.empty()) {
-    const char* env = std::getenv("TINY_SHAKESPEARE");
-    if (env == nullptr || *env == '\0') {
-      std::fprintf(stderr, "error: no text: give --data PATH or set TINY_SHAKESPEARE to the corpus. %s\n", kWhereToGetIt);
-      return 2;
-    }
-    path = env;
-    if (!std::filesystem::is_regular_file(path)) {
-      std::fprintf(stderr, "error: TINY_SHAKESPEARE=%s: no such file. %s\n", path.c_str(), kWhereToGetIt);
-      return 2;
-    }
-  }
+  const std::optional<std::string> corpus = tutorial::text_path(o.data, "TINY_SHAKESPEARE", "the corpus", kWhereToGetIt);
+  if (!corpus) return 2;
+  const std::string& path = *corpus;
   std::ifstream in(path, std::ios::binary);
   std::stringstream buffer;
   buffer << in.rdbuf();
@@ -351,11 +341,7 @@ int main(int argc, char** argv) {
   app.add_option("--data", o.data, "the corpus (tinyshakespeare's input.txt)")
       ->type_name("PATH")
       ->default_str("$TINY_SHAKESPEARE")
-      ->check(CLI::Validator(
-          [](std::string& value) -> std::string {
-            return std::filesystem::is_regular_file(value) ? "" : value + ": no such file. " + kWhereToGetIt;
-          },
-          "", "existing_file"));
+      ->check(tutorial::existing_text(kWhereToGetIt));
   app.add_option("--ctx", o.ctx, "train on this context: cpu, gpu (that is gpu:0) or gpu:N")
       ->type_name("CTX")
       ->default_str("gpu:0, else cpu")
