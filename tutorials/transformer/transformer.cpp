@@ -280,7 +280,7 @@ int run(const Options& o) {
     if (param.shape().ndim() < 2) param.set_wd_mult(0);  // no decay for LayerNorm's gamma, as nanoGPT
   }
   std::printf("%.2fM parameters\n", static_cast<double>(count) / 1e6);
-  net.hybridize();  // one graph per signature: training, evaluation and each sampling length
+  net.hybridize();  // one graph for training and one for evaluation
   const std::int64_t warmup = std::min<std::int64_t>(100, o.steps / 10);
   auto schedule = std::make_shared<mx::lr_scheduler::CosineScheduler>(o.steps, o.lr, o.lr / 10, warmup);
   // MXNet's AdamW decays by wd · w per step (w -= eta (lr m / (sqrt(v) + eps) + wd w)), PyTorch's
@@ -318,6 +318,7 @@ int run(const Options& o) {
   std::printf("final validation loss %.4f after %lld steps, %.0f tokens/s on %s\n", val_loss,
               static_cast<long long>(o.steps), static_cast<double>(o.steps * o.batch_size * o.context) / seconds,
               ctx.str().c_str());
+  net.hybridize(false);  // each sampling length would be a signature of its own: eager is cheaper
   std::printf("sample:\n%s\n", sample(net, chars, o.context, o.sample, ctx, amp, o.seed).c_str());
   const std::optional<std::string> write_failed = tutorial::close_csv(csv);
   if (write_failed) {
