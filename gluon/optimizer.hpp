@@ -124,7 +124,9 @@ class Optimizer {
 // lamb, lars. Each step updates every copy of a context and dtype in one fused pass
 // (nd::multi_rule_update; lamb in two, around the norms of its weights and directions; lars after
 // the weights' and gradients' norms, nd::multi_sum_sq), with the rule, hyper-parameter names and
-// defaults of MXNet 1.9 (ndarray/ops/update_rules.hpp).
+// defaults of MXNet 1.9 (ndarray/ops/update_rules.hpp). adamw is MXNet's _contrib_adamw_update:
+// w -= eta (lr m / (sqrt(v) + epsilon) + wd w), without bias correction, so its wd is not scaled
+// by the rate: PyTorch's AdamW(lr, weight_decay) decays as wd = lr * weight_decay here.
 class RuleOptimizer : public Optimizer {
  public:
   RuleOptimizer(const std::string& name, const HyperParams& params);
