@@ -231,11 +231,9 @@ BERTModel::BERTModel(const BERTEncoder& encoder, const BERTModelOptions& o)
   }
 }
 
-BERTOutput BERTModel::forward(const nd::NDArray& inputs, const nd::NDArray& token_types, const nd::NDArray& valid_length,
-                              const nd::NDArray& masked_positions) {
+nd::NDArray BERTModel::encode(const nd::NDArray& inputs, const nd::NDArray& token_types, const nd::NDArray& valid_length) {
   nd::check_not_none("BERTModel", inputs);
   if (inputs.ndim() != 2) throw ShapeError("BERTModel: inputs must be (batch, length) ids, got " + nd::describe(inputs));
-  const std::int64_t B = inputs.shape()[0], T = inputs.shape()[1], units = encoder_.options().units;
   nd::NDArray embedded = word_embed_(inputs);
   if (options_.use_token_type_embed) {
     if (token_types.shape() != inputs.shape()) {
@@ -244,8 +242,14 @@ BERTOutput BERTModel::forward(const nd::NDArray& inputs, const nd::NDArray& toke
     }
     embedded = embedded + token_type_embed_(token_types);
   }
+  return nd::transpose(encoder_(nd::transpose(embedded, {1, 0, 2}), valid_length), {1, 0, 2});
+}
+
+BERTOutput BERTModel::forward(const nd::NDArray& inputs, const nd::NDArray& token_types, const nd::NDArray& valid_length,
+                              const nd::NDArray& masked_positions) {
   BERTOutput out;
-  out.sequence = nd::transpose(encoder_(nd::transpose(embedded, {1, 0, 2}), valid_length), {1, 0, 2});
+  out.sequence = encode(inputs, token_types, valid_length);
+  const std::int64_t B = inputs.shape()[0], T = inputs.shape()[1], units = encoder_.options().units;
   if (options_.use_pooler) {
     out.pooled = pooler_(nd::slice_axis(out.sequence, 1, 0, 1).reshape({B, units}));
     if (options_.use_classifier) out.next_sentence = classifier_(out.pooled);
@@ -269,7 +273,7 @@ BERTOutput BERTModel::forward(const nd::NDArray& inputs, const nd::NDArray& toke
 nd::NDArray BERTModel::forward(const nd::NDArray& x) {
   nd::check_not_none("BERTModel", x);
   const nd::NDArray types = options_.use_token_type_embed ? nd::zeros(x.shape(), x.context(), DType::int32) : nd::NDArray();
-  return forward(x, types).sequence;
+  return encode(x, types, {});  // the heads are not run: the decoder would need masked positions
 }
 
 namespace {

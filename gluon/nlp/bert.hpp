@@ -145,6 +145,8 @@ class BERTModel : public Block {
   BERTEncoder& encoder() { return encoder_; }
 
  private:
+  // The embeddings and the encoder: (B, T, units).
+  nd::NDArray encode(const nd::NDArray& inputs, const nd::NDArray& token_types, const nd::NDArray& valid_length);
   BERTModelOptions options_;
   BERTEncoder encoder_;
   nn::Sequential word_embed_, token_type_embed_, decoder_;

@@ -264,6 +264,10 @@ BOOST_AUTO_TEST_CASE(outputs_match_a_float64_reference) {
                                  as_array(masked, {B, M}, ctx)).sequence;
     const RefOutput all = reference(ref, tokens, types, {5, 5}, masked, B, T, M);
     ndg_test::check_close(full, all.sequence, 1e-4, 1e-5);
+    // One input: the sequence's encoding with token type 0, no head run (none needs masked positions).
+    const std::vector<int> no_types(types.size(), 0);
+    ndg_test::check_close(net(as_array(tokens, {B, T}, ctx)), reference(ref, tokens, no_types, {5, 5}, masked, B, T, M).sequence,
+                          1e-4, 1e-5);
   });
 }
 
