@@ -5,7 +5,8 @@
 //     allow_tf32) and under bfloat16 autocast, against PyTorch's nn.LSTM (cuDNN);
 //   - one generation step at batch 1 (embedding, the 2-layer LSTM, the output layer, top-k),
 //     hybridized, against PyTorch eager;
-//   - the LSTM layers alone, forward and backward, through cuDNN and through the unfused path;
+//   - the LSTM and GRU layers alone, forward and backward, through cuDNN and through the unfused
+//     path (which nd::set_rnn_cudnn chooses between);
 //   - cpu(0): a small LSTM model (vocabulary 1,000, embedding 128, 2 layers of 256, sequence 35,
 //     batch 32) against PyTorch's CPU nn.LSTM.
 // Run from the source root: build/bench/rnn_bench bench/torch_peer.py
@@ -97,16 +98,18 @@ double generation_seconds(const Size& s, mx::Context ctx, int reps) {
   return bench::median_seconds(step, [] { nd::waitall(); }, reps, 5);
 }
 
-// Seconds per forward + backward of the LSTM layers alone on (T, N, embed) inputs.
+// Seconds per forward + backward of the recurrent layers alone (rnn::LSTM or rnn::GRU) on
+// (T, N, embed) inputs.
+template <class Layer>
 double layers_seconds(const Size& s, mx::Context ctx, bool cudnn, int reps) {
   const bool previous = nd::set_rnn_cudnn(cudnn);
-  rnn::LSTM lstm(s.hidden, s.layers);
-  lstm.initialize(mx::init::Xavier(), ctx);
+  Layer layer(s.hidden, s.layers);
+  layer.initialize(mx::init::Xavier(), ctx);
   nd::NDArray x = nd::random::uniform(-1, 1, {s.seq, s.batch, s.embed}, ctx);
   x.attach_grad();
   const auto step = [&] {
     auto record = mx::autograd::record();
-    lstm(x).sum().backward();
+    layer(x).sum().backward();
   };
   const double seconds = bench::median_seconds(step, [] { nd::waitall(); }, reps, 3);
   nd::set_rnn_cudnn(previous);
@@ -155,9 +158,14 @@ int main(int argc, char** argv) {
     r.peer_target = 2.0;  // at most half of PyTorch eager's latency
     rows.push_back(r);
   }
-  tokens_row("LSTM layers fwd+bwd, cuDNN", "lstm_layers", layers_seconds(kLarge, gpu, true, reps), tokens_large, 0);
+  tokens_row("LSTM layers fwd+bwd, cuDNN", "lstm_layers", layers_seconds<rnn::LSTM>(kLarge, gpu, true, reps),
+             tokens_large, 0);
   tokens_row("LSTM layers fwd+bwd, unfused (GEMMs + step kernels)", "lstm_layers",
-             layers_seconds(kLarge, gpu, false, std::max(1, reps / 5)), tokens_large, 0);
+             layers_seconds<rnn::LSTM>(kLarge, gpu, false, std::max(1, reps / 5)), tokens_large, 0);
+  tokens_row("GRU layers fwd+bwd, cuDNN", "gru_layers", layers_seconds<rnn::GRU>(kLarge, gpu, true, reps),
+             tokens_large, 0);
+  tokens_row("GRU layers fwd+bwd, unfused (GEMMs + step kernels)", "gru_layers",
+             layers_seconds<rnn::GRU>(kLarge, gpu, false, std::max(1, reps / 5)), tokens_large, 0);
   tokens_row("cpu(0): small LSTM LM training, float32", "lstm_lm_cpu", train_seconds(kSmall, mx::cpu(), std::nullopt, 3),
              tokens_small, 1.0);
   bench::attach_peer(rows, bench::run_peer("python3 " + peer_script + " rnn"));

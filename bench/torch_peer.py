@@ -385,7 +385,7 @@ class LanguageModel(torch.nn.Module):
 def rnn():
     """rnn_bench's cases: the LSTM language model's training step (SGD, clip_grad_norm_ to 1) in
     float32 with TF32 off, with TF32 on, under bfloat16 autocast; a generation step at batch 1
-    (eager); the LSTM layers' forward and backward; the small model on the CPU."""
+    (eager); the LSTM and GRU layers' forward and backward; the small model on the CPU."""
     def train(dev, vocab, embed, hidden, layers, seq, batch, autocast=None, reps=10):
         net = LanguageModel(vocab, embed, hidden, layers).to(dev)
         opt = torch.optim.SGD(net.parameters(), lr=1.0)
@@ -427,6 +427,12 @@ def rnn():
         y, _ = lstm(x)
         y.sum().backward()
     print("lstm_layers", median_seconds(layers, 10, trials=3))
+    gru = torch.nn.GRU(512, 1024, 2).to(dev)
+
+    def gru_layers():
+        y, _ = gru(x)
+        y.sum().backward()
+    print("gru_layers", median_seconds(gru_layers, 10, trials=3))
     print("lstm_lm_cpu", train(torch.device("cpu"), 1000, 128, 256, 2, 35, 32, reps=3))
 
 

@@ -6,5 +6,6 @@
 #ifdef __CUDACC__
 #define NDG_HD __host__ __device__ __forceinline__
 #else
-#define NDG_HD inline
+// Always inlined on the host too: the CPU loops that call them vectorise only what is inlined.
+#define NDG_HD __attribute__((always_inline)) inline
 #endif

@@ -376,6 +376,16 @@ std::string openblas_threading() {
 
 int openblas_threads() { return openblas_get_num_threads(); }
 
+bool cpu_gemm_runs_on_caller() {
+  openblas_own_threads();  // sets the pthread build to one thread, unless NDG_CPU_GEMM_SPLIT=0
+  return openblas_get_parallel() != 1 || openblas_get_num_threads() == 1;
+}
+
+void cpu_gemm_on_thread(DType dt, const GemmArgs& args, const void* a, std::int64_t lda, const void* b,
+                        std::int64_t ldb, void* c, std::int64_t ldc) {
+  blas_gemm(dt, args, args.m, args.n, a, lda, b, ldb, c, ldc);
+}
+
 bool allow_tf32() { return tf32_allowed.load(std::memory_order_relaxed); }
 
 void gemm(const ExecContext& ec, DType dt, const GemmArgs& args, const void* a, const void* b, void* c) {

@@ -35,6 +35,14 @@ int set_cpu_gemm_threads(int threads);
 std::string openblas_threading();
 int openblas_threads();
 
+// For loops that share out products inside their own OpenMP region (the CPU's RNN recurrence):
+// whether a product called from a thread of the team runs on that thread alone (the OpenMP build,
+// which goes single-threaded in a parallel region, or OpenBLAS set to one thread by the split),
+// and that product, float32 or float64, with leading dimensions given (GemmArgs::batch ignored).
+bool cpu_gemm_runs_on_caller();
+void cpu_gemm_on_thread(DType dt, const GemmArgs& args, const void* a, std::int64_t lda, const void* b,
+                        std::int64_t ldb, void* c, std::int64_t ldc);
+
 // Whether float32 products may use TF32 tensor cores (mx::set_matmul_precision("high")).
 bool allow_tf32();
 

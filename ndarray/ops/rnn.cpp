@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -22,6 +23,7 @@
 #include "ndarray/ops/linalg_kernels.hpp"
 #include "ndarray/ops/parallel.hpp"
 #include "ndarray/ops/rnn_kernels.hpp"
+#include "ndarray/profiler/profiler.hpp"
 
 namespace mx::op {
 
@@ -228,8 +230,103 @@ void cpu_multiply(const ExecContext&, DType dt, void* out, const void* a, const 
   });
 }
 
-const RNNDeviceKernels cpu_kernels{&cpu_step_forward, &cpu_step_backward, &cpu_add_rows,
-                                   &cpu_fill,         &cpu_dropout,       &cpu_multiply};
+// Note [the CPU's recurrence]
+// Per step, the loop of rnn.cpp's unfused path makes a GEMM over the team (OpenBLAS packs W_h2h
+// again each time) and a step loop over the team: two regions and their joins, and W_h2h read
+// from memory, for a product of N x G·H x H that is small at a training batch. Here one region
+// runs the whole time loop: each thread owns a slice of the hidden units and, per step, computes
+// its units' h2h products (one single-threaded GEMM on its rows of W_h2h, packed together once
+// per call and kept in its cache) and their step, then waits once for the others before the next
+// step, which reads every unit of h. Backward likewise: each thread's units' gradients, one barrier, then its columns of
+// dh_prev = dG_h · W_h2h, which its own units' next step reads.
+constexpr std::int64_t kUnitAlign = 8;  // units per slice: a multiple of this (a vector of floats)
+
+// The step for units [j0, j1) of every row, vectorised along the units. s by value: a copy whose
+// address never escapes, so that its pointers stay in registers through the loop.
+template <class T, RNNMode M, bool kForward>
+void step_units(const RNNStep s, std::int64_t j0, std::int64_t j1) {
+  for (std::int64_t n = 0; n < s.batch; ++n) {
+#pragma omp simd
+    for (std::int64_t j = j0; j < j1; ++j) {
+      if constexpr (kForward) rnn_step_forward_as<T, M>(s, n, j);
+      else rnn_step_backward_as<T, M>(s, n, j);
+    }
+  }
+}
+
+template <class T, RNNMode M>
+void cpu_recurrence_as(const ExecContext& ec, const RNNRecurrence& r, int threads, std::int64_t units_per) {
+  const std::int64_t N = r.batch, H = r.hidden, G = rnn_gates(M), GH = G * H, GU = G * units_per;
+  const auto* w = static_cast<const T*>(r.w_h2h);
+  const double beta = M == RNNMode::gru ? 1.0 : 0.0;  // GRU: dh_prev holds z·dh already
+  // Forward, per thread: its rows of W_h2h packed together (G·U, H), so that a step's product is one
+  // GEMM, and that product's (N, G·U) before it goes to its columns of hh.
+  const std::int64_t per_thread = r.forward ? GU * H + N * GU : 0;
+  const Workspace scratch(ec, static_cast<std::size_t>(threads * per_thread) * sizeof(T));
+#pragma omp parallel num_threads(threads)
+  {
+    const std::int64_t j0 = std::min(H, omp_get_thread_num() * units_per), j1 = std::min(H, j0 + units_per);
+    const std::int64_t U = j1 - j0;
+    T* const pack = static_cast<T*>(scratch.data()) + omp_get_thread_num() * per_thread;
+    T* const product = pack + GU * H;
+    if (r.forward) {
+      for (std::int64_t g = 0; g < G; ++g) {
+        std::copy(w + (g * H + j0) * H, w + (g * H + j1) * H, pack + g * U * H);
+      }
+    }
+    for (std::int64_t i = 0; i < r.steps; ++i) {
+      const RNNStep s = r.step(i);
+      if (U > 0 && r.forward) {
+        // hh[:, gH + j0 .. gH + j1) = h_prev · W[gH + j0 .. gH + j1)ᵀ for every gate g
+        cpu_gemm_on_thread(dtype_of<T>, {.trans_b = true, .m = N, .n = G * U, .k = H}, s.h_prev, H, pack, H, product,
+                           G * U);
+        auto* hh = static_cast<T*>(const_cast<void*>(s.hh));
+        for (std::int64_t n = 0; n < N; ++n) {
+          for (std::int64_t g = 0; g < G; ++g) {
+            std::copy(product + (n * G + g) * U, product + (n * G + g + 1) * U, hh + n * GH + g * H + j0);
+          }
+        }
+        step_units<T, M, true>(s, j0, j1);
+      } else if (U > 0) {
+        const auto* dy = static_cast<const T*>(r.dy(i));
+        auto* dh = static_cast<T*>(const_cast<void*>(s.dh));
+        const auto* dh_next = static_cast<const T*>(r.dh_next);
+        for (std::int64_t n = 0; n < N; ++n) {
+#pragma omp simd
+          for (std::int64_t j = j0; j < j1; ++j) dh[n * H + j] = dy[n * r.dy_stride + j] + dh_next[n * H + j];
+        }
+        step_units<T, M, false>(s, j0, j1);
+      }
+#pragma omp barrier
+      if (!r.forward && U > 0) {  // dh_next[:, j0 .. j1) = d_gates_h · W_h2h[:, j0 .. j1)
+        cpu_gemm_on_thread(dtype_of<T>, {.m = N, .n = U, .k = GH, .beta = beta}, s.d_gates_h, GH, w + j0, H,
+                           static_cast<T*>(r.dh_next) + j0, H);
+      }
+    }
+  }
+}
+
+bool cpu_recurrence(const ExecContext& ec, DType dt, RNNMode mode, const RNNRecurrence& r) {
+  if ((dt != DType::float32 && dt != DType::float64) || !cpu_gemm_runs_on_caller()) return false;
+  const std::int64_t H = r.hidden;
+  // A team where a step's product is worth splitting, slices of whole vectors of units. The whole
+  // team enters even where some threads get no units (they only wait): a smaller region would
+  // park threads that the next full one wakes again (ndarray/ops/linalg.cpp, cpu_gemm_one).
+  const std::int64_t work = r.batch * rnn_gates(mode) * H * H;
+  const int team = work >= (std::int64_t{1} << 18) ? threads_for(work) : 1;
+  const std::int64_t units_per =
+      std::min(H, ((H + team - 1) / team + kUnitAlign - 1) / kUnitAlign * kUnitAlign);
+  dispatch_floating(dt, "RNN", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      with_rnn_mode(mode, [&](auto m) { cpu_recurrence_as<T, decltype(m)::value>(ec, r, team, units_per); });
+    }
+  });
+  return true;
+}
+
+const RNNDeviceKernels cpu_kernels{&cpu_step_forward, &cpu_step_backward, &cpu_add_rows, &cpu_fill,
+                                   &cpu_dropout,      &cpu_multiply,      &cpu_recurrence};
 
 void rnn_cpu(const ExecContext& ec, const Invocation& inv) { unfused_rnn_forward(ec, inv, cpu_kernels); }
 void rnn_backward_cpu(const ExecContext& ec, const Invocation& inv) { unfused_rnn_backward(ec, inv, cpu_kernels); }
@@ -292,11 +389,10 @@ void unfused_rnn_forward(const ExecContext& ec, const Invocation& inv, const RNN
       const std::int64_t first = RNNReserve::initial_slot(d, T);
       backend.copy(ec.ctx, at(hs, first * N * S), at(hx, state * N * S), static_cast<std::size_t>(N * S) * at.size);
       if (cx) backend.copy(ec.ctx, at(cs, first * N * H), at(cx, state * N * H), static_cast<std::size_t>(N * H) * at.size);
-      for (std::int64_t step = 0; step < T; ++step) {
+      // Step i's kernel arguments (t = i forward in time, T - 1 - i backward).
+      const auto step_at = [&](std::int64_t step) {
         const std::int64_t t = d == 0 ? step : T - 1 - step;
         const std::int64_t slot = RNNReserve::slot(d, t), prev = d == 0 ? t : t + 1;
-        gemm(ec, dt, {.trans_b = true, .m = N, .n = GH, .k = S}, at(hs, prev * N * S), at(w, dims.h2h_weight(l, d)),
-             hh.data());
         RNNStep s;
         s.mode = p.mode;
         s.batch = N;
@@ -316,9 +412,22 @@ void unfused_rnn_forward(const ExecContext& ec, const Invocation& inv, const RNN
         }
         if (p.mode == RNNMode::gru) s.hn = at(reserve, part.hn + t * N * H);
         s.h = dims.projection > 0 ? at(reserve, part.r + t * N * H) : at(hs, slot * N * S);
-        k.step_forward(ec, dt, s);
-        if (dims.projection > 0) {
-          gemm(ec, dt, {.trans_b = true, .m = N, .n = S, .k = H}, s.h, at(w, dims.h2r_weight(l, d)), at(hs, slot * N * S));
+        return s;
+      };
+      const RNNRecurrence whole{.forward = true, .steps = T, .batch = N, .hidden = H,
+                                .w_h2h = at(w, dims.h2h_weight(l, d)), .step = step_at, .dy = nullptr, .dy_stride = 0,
+                                .dh_next = nullptr};
+      const profiler::Range range("RNN: the time steps");
+      if (dims.projection > 0 || !k.recurrence || !k.recurrence(ec, dt, p.mode, whole)) {
+        for (std::int64_t step = 0; step < T; ++step) {
+          const RNNStep s = step_at(step);
+          gemm(ec, dt, {.trans_b = true, .m = N, .n = GH, .k = S}, s.h_prev, at(w, dims.h2h_weight(l, d)), hh.data());
+          k.step_forward(ec, dt, s);
+          if (dims.projection > 0) {
+            const std::int64_t slot = RNNReserve::slot(d, d == 0 ? step : T - 1 - step);
+            gemm(ec, dt, {.trans_b = true, .m = N, .n = S, .k = H}, s.h, at(w, dims.h2r_weight(l, d)),
+                 at(hs, slot * N * S));
+          }
         }
       }
       // The states of steps 0..T-1 are one block from slot(d, 0); the layer's output takes them as
@@ -369,11 +478,11 @@ void unfused_rnn_backward(const ExecContext& ec, const Invocation& inv, const RN
       else k.fill(ec, dt, dh_next.data(), N * S, 0.0);
       if (lstm && dcy) backend.copy(ec.ctx, dc.data(), at(dcy, state * N * H), bytes(N * H));
       else if (lstm) k.fill(ec, dt, dc.data(), N * H, 0.0);
-      for (std::int64_t step = 0; step < T; ++step) {
-        const std::int64_t t = d == 0 ? T - 1 - step : step;
+      // Step i's kernel arguments (t = T - 1 - i forward in time, i backward).
+      const auto time_of = [&](std::int64_t step) { return d == 0 ? T - 1 - step : step; };
+      const auto step_at = [&](std::int64_t step) {
+        const std::int64_t t = time_of(step);
         const std::int64_t slot = RNNReserve::slot(d, t), prev = d == 0 ? t : t + 1;
-        char* dh = at(dh_all.data(), t * N * S);
-        k.add_rows(ec, dt, dh, at(layer_dy, t * N * D * S + d * S), D * S, dh_next.data(), N, S);
         RNNStep s;
         s.mode = p.mode;
         s.batch = N;
@@ -389,18 +498,31 @@ void unfused_rnn_backward(const ExecContext& ec, const Invocation& inv, const RN
           s.dc = dc.data();
         }
         if (gru) s.hn = at(reserve, part.hn + t * N * H);
-        s.dh = dh;
-        if (P > 0) {  // the gradient of o·tanh(c): dh · W_h2r
-          gemm(ec, dt, {.m = N, .n = H, .k = P}, dh, at(w, dims.h2r_weight(l, d)), dr.data());
-          s.dh = dr.data();
-        }
+        s.dh = at(dh_all.data(), t * N * S);
         s.d_gates_i = at(d_gates_i.data(), t * N * GH);
         s.d_gates_h = at(dgh, t * N * GH);
         s.dh_prev = dh_next.data();
-        k.step_backward(ec, dt, s);
-        gemm(ec, dt, {.m = N, .n = S, .k = GH, .beta = gru ? 1.0 : 0.0}, s.d_gates_h, at(w, dims.h2h_weight(l, d)),
-             dh_next.data());
+        return s;
+      };
+      const auto dy_at = [&](std::int64_t step) -> const void* { return at(layer_dy, time_of(step) * N * D * S + d * S); };
+      const RNNRecurrence whole{.forward = false, .steps = T, .batch = N, .hidden = H,
+                                .w_h2h = at(w, dims.h2h_weight(l, d)), .step = step_at, .dy = dy_at,
+                                .dy_stride = D * S, .dh_next = dh_next.data()};
+      std::optional<profiler::Range> range(std::in_place, "_backward_RNN: the time steps");
+      if (P > 0 || !k.recurrence || !k.recurrence(ec, dt, p.mode, whole)) {
+        for (std::int64_t step = 0; step < T; ++step) {
+          RNNStep s = step_at(step);
+          k.add_rows(ec, dt, at(dh_all.data(), time_of(step) * N * S), dy_at(step), D * S, dh_next.data(), N, S);
+          if (P > 0) {  // the gradient of o·tanh(c): dh · W_h2r
+            gemm(ec, dt, {.m = N, .n = H, .k = P}, s.dh, at(w, dims.h2r_weight(l, d)), dr.data());
+            s.dh = dr.data();
+          }
+          k.step_backward(ec, dt, s);
+          gemm(ec, dt, {.m = N, .n = S, .k = GH, .beta = gru ? 1.0 : 0.0}, s.d_gates_h, at(w, dims.h2h_weight(l, d)),
+               dh_next.data());
+        }
       }
+      range.emplace("_backward_RNN: the weights' gradients");
       backend.copy(ec.ctx, at(dhx, state * N * S), dh_next.data(), bytes(N * S));
       if (lstm) backend.copy(ec.ctx, at(dcx, state * N * H), dc.data(), bytes(N * H));
       const char* h_prev = at(hs, (d == 0 ? 0 : 1) * N * S);  // every step's previous state, in step order

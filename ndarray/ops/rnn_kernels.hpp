@@ -13,8 +13,9 @@
 // rnn_tanh, 4 for lstm in the order i, f, g, o, 3 for gru in the order r, z, n).
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <bit>
+#include <cstdint>
+#include <functional>
 #include <type_traits>
 
 #include "ndarray/core/half.hpp"
@@ -135,6 +136,21 @@ struct RNNStep {
   void* dh_prev = nullptr;        // (N, H): GRU, z·dh (the h2h product's part is added by a GEMM)
 };
 
+// The time loop of one layer and direction (no projection), for a device that runs it whole
+// (RNNDeviceKernels::recurrence). step(i) gives the i-th step's kernel arguments (t = i forward
+// in time, T - 1 - i backward), s.hh the (N, G·H) buffer of the h2h product. Forward, per step:
+// hh = h_prev · W_h2hᵀ, then the step. Backward, per step: s.dh = dy (rows dy_stride apart, null:
+// zero) + dh_next, the step, then dh_next = d_gates_h · W_h2h (added to the step's z·dh for a GRU).
+struct RNNRecurrence {
+  bool forward = true;
+  std::int64_t steps = 0, batch = 0, hidden = 0;
+  const void* w_h2h = nullptr;  // (G·H, H)
+  std::function<RNNStep(std::int64_t)> step;
+  std::function<const void*(std::int64_t)> dy;  // backward
+  std::int64_t dy_stride = 0;
+  void* dh_next = nullptr;  // backward: (N, H), in: the gradient of the last state; out: the first's
+};
+
 // The unfused path's kernels on one device: the CPU loops (rnn.cpp) or CUDA kernels (cuda/ops/rnn.cu).
 struct RNNDeviceKernels {
   void (*step_forward)(const ExecContext& ec, DType dt, const RNNStep& s);
@@ -146,6 +162,9 @@ struct RNNDeviceKernels {
   // mask = 1/(1-p) where a uniform draw from ec's generator is above p, else 0; x *= mask.
   void (*dropout)(const ExecContext& ec, DType dt, void* x, void* mask, std::int64_t n, double p);
   void (*multiply)(const ExecContext& ec, DType dt, void* out, const void* a, const void* b, std::int64_t n);
+  // The whole time loop in one call (RNNRecurrence); false, with nothing done, where the device
+  // leaves the case to the loop of one GEMM and one step kernel per step. Null: always that loop.
+  bool (*recurrence)(const ExecContext& ec, DType dt, RNNMode mode, const RNNRecurrence& r) = nullptr;
 };
 
 // RNN and _backward_RNN by GEMMs (gemm(): OpenBLAS or cuBLAS) and the step kernels of `device`:
@@ -168,7 +187,7 @@ NDG_HD void rnn_store(void* p, std::int64_t i, A v) {
 // exp and tanh of the step kernels. A GPU has its own fast ones; on the host, float's are
 // polynomials (Cephes' expf and tanhf, within 2 ulp) that the CPU loops vectorise, where glibc's
 // expf and tanhf are calls, one element at a time: they took a third of an LSTM step on cpu(0).
-inline float host_expf(float in) {
+[[gnu::always_inline]] inline float host_expf(float in) {
   const float x = in >= -87.0f ? (in <= 88.0f ? in : 88.0f) : -87.0f;  // 2^n a normal float; NaN: -87
   const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x / ln 2)
   const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
@@ -182,7 +201,7 @@ inline float host_expf(float in) {
   const float scale = std::bit_cast<float>((static_cast<std::int32_t>(n) + 127) << 23);  // 2^n
   return in != in ? in : e * scale;
 }
-inline float host_tanhf(float x) {
+[[gnu::always_inline]] inline float host_tanhf(float x) {
   const float a = x < 0 ? -x : x;
   const float z = x * x;
   float p = -5.70498872745e-3f;

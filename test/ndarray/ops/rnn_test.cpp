@@ -300,6 +300,46 @@ BOOST_AUTO_TEST_CASE(float64_gradients_match_finite_differences) {
   });
 }
 
+// Sizes at which cpu(0) shares each step's products out over its team, a slice of units per thread
+// (Note [the CPU's recurrence] in ndarray/ops/rnn.cpp; 100 units leave a shorter last slice):
+// outputs against the float64 loop, gradients against the same call kept on one thread.
+BOOST_AUTO_TEST_CASE(recurrences_shared_over_threads_match_the_loop_and_one_thread) {
+  const std::vector<Case> cases = {{"lstm", 3, 4, 5, 128, 2, true}, {"gru", 3, 10, 5, 100, 1}, {"rnn_tanh", 4, 20, 3, 120, 1}};
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    for (const Case& c : cases) {
+      BOOST_TEST_CONTEXT(c.str()) for_each_path(ctx, [&] {
+        const Operands o = operands(c, ctx, DType::float64, 13);
+        const Result want = reference(c, values(o.x), values(o.w), values(o.hx), c.lstm() ? values(o.cx) : Values{});
+        const auto run = [&] {
+          Operands g = o;
+          std::vector<nd::NDArray*> leaves{&g.x, &g.w, &g.hx};
+          if (c.lstm()) leaves.push_back(&g.cx);
+          for (nd::NDArray* a : leaves) a->attach_grad();
+          std::vector<nd::NDArray> y;
+          {
+            auto scope = ag::record();
+            y = nd::RNN(g.x, g.w, g.hx, g.cx, c.options());
+            ((y[0] * y[0]).sum() + (y[1] * 3.0).sum()).backward();
+          }
+          std::vector<nd::NDArray> got{y[0]};
+          for (nd::NDArray* a : leaves) got.push_back(a->grad());
+          return got;
+        };
+        const std::vector<nd::NDArray> team = run();
+        ndg_test::check_close(team[0], want.out, 1e-9, 1e-10);
+        std::vector<nd::NDArray> alone;
+        {
+          const mx::nd::SingleThreadedOps one_thread;
+          alone = run();
+        }
+        for (std::size_t k = 1; k < team.size(); ++k) {
+          BOOST_TEST_CONTEXT("gradient " << k) ndg_test::check_close(team[k], values(alone[k]), 1e-9, 1e-10);
+        }
+      });
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(dropout_between_layers_draws_in_training_and_is_off_in_prediction) {
   Case c{"lstm", 4, 3, 4, 5, 2, true};
   nd::RNNOptions with_dropout = c.options();
