@@ -243,15 +243,20 @@ constexpr std::int64_t kUnitAlign = 8;  // units per slice: a multiple of this (
 
 // The step for units [j0, j1) of every row, vectorised along the units. s by value: a copy whose
 // address never escapes, so that its pointers stay in registers through the loop.
-template <class T, RNNMode M, bool kForward>
-void step_units(const RNNStep s, std::int64_t j0, std::int64_t j1) {
+template <class T, RNNMode M, bool kForward, bool kNoClip>
+void step_units_as(const RNNStep s, std::int64_t j0, std::int64_t j1) {
   for (std::int64_t n = 0; n < s.batch; ++n) {
 #pragma omp simd
     for (std::int64_t j = j0; j < j1; ++j) {
-      if constexpr (kForward) rnn_step_forward_as<T, M>(s, n, j);
-      else rnn_step_backward_as<T, M>(s, n, j);
+      if constexpr (kForward) rnn_step_forward_as<T, M, kNoClip>(s, n, j);
+      else rnn_step_backward_as<T, M, kNoClip>(s, n, j);
     }
   }
+}
+template <class T, RNNMode M, bool kForward>
+void step_units(const RNNStep& s, std::int64_t j0, std::int64_t j1) {
+  if (s.clip) step_units_as<T, M, kForward, false>(s, j0, j1);
+  else step_units_as<T, M, kForward, true>(s, j0, j1);
 }
 
 template <class T, RNNMode M>

@@ -236,7 +236,9 @@ NDG_HD A rnn_sigmoid(A x) { return A(1) / (A(1) + step_exp(-x)); }
 
 // The step of mode M; rnn_step_*_element dispatch on the step's mode. The CPU loops call these
 // directly, so that each vectorised loop is compiled for one mode without branches.
-template <class T, RNNMode M>
+// kNoClip: the caller knows that s.clip is false (the CPU loops, which vectorise only without the
+// clipping's selects on a scalar flag).
+template <class T, RNNMode M, bool kNoClip = false>
 NDG_HD void rnn_step_forward_as(const RNNStep& s, std::int64_t n, std::int64_t j) {
   using A = ComputeType<T>;
   const std::int64_t H = s.hidden, G = rnn_gates(M), row = n * G * H, at = n * H + j;
@@ -255,7 +257,7 @@ NDG_HD void rnn_step_forward_as(const RNNStep& s, std::int64_t n, std::int64_t j
   } else if constexpr (M == RNNMode::lstm) {
     const A i = rnn_sigmoid(pre(0)), f = rnn_sigmoid(pre(1)), g = step_tanh(pre(2)), o = rnn_sigmoid(pre(3));
     A c = f * rnn_load<T>(s.c_prev, at) + i * g;
-    if (s.clip) {
+    if (!kNoClip && s.clip) {
       const A lo = A(s.clip_min), hi = A(s.clip_max);
       const A kept = s.clip_nan && c != c ? lo : c;
       c = kept < lo ? lo : kept > hi ? hi : kept;
@@ -282,7 +284,7 @@ NDG_HD void rnn_step_forward_as(const RNNStep& s, std::int64_t n, std::int64_t j
 
 // GRU's gates have a gradient of the h2h product of their own (d_gates_h: n's differs); the
 // other modes' d_gates_h is d_gates_i.
-template <class T, RNNMode M>
+template <class T, RNNMode M, bool kNoClip = false>
 NDG_HD void rnn_step_backward_as(const RNNStep& s, std::int64_t n, std::int64_t j) {
   using A = ComputeType<T>;
   const std::int64_t H = s.hidden, G = rnn_gates(M), row = n * G * H, at = n * H + j;
@@ -299,7 +301,7 @@ NDG_HD void rnn_step_backward_as(const RNNStep& s, std::int64_t n, std::int64_t 
     const A c = rnn_load<T>(s.c, at), tc = step_tanh(c);
     const A dc_in = rnn_load<T>(s.dc, at) + dh * o * (A(1) - tc * tc);
     // the clamp's derivative: 0 where c was clipped
-    const A dc = s.clip && (c <= A(s.clip_min) || c >= A(s.clip_max)) ? A(0) : dc_in;
+    const A dc = !kNoClip && s.clip && (c <= A(s.clip_min) || c >= A(s.clip_max)) ? A(0) : dc_in;
     rnn_store<T>(s.d_gates_i, row + j, dc * g * i * (A(1) - i));
     rnn_store<T>(s.d_gates_i, row + H + j, dc * rnn_load<T>(s.c_prev, at) * f * (A(1) - f));
     rnn_store<T>(s.d_gates_i, row + 2 * H + j, dc * i * (A(1) - g * g));
