@@ -3,7 +3,8 @@
 // is one function for every device: the heads' slots gathered into dense (B·H, T, d) scratch
 // (Note [interleaved layout] in attention_kernels.hpp), one batched gemm() (OpenBLAS or cuBLAS),
 // and the result scattered back where it is interleaved. The GPU gathers are in
-// cuda/ops/attention.cu.
+// cuda/ops/attention.cu. Also _sdpa_fused and _backward_sdpa_fused, scaled_dot_product_attention's
+// fused path on GPUs (flash attention through cuDNN, cuda/cudnn_attention.cpp).
 #include "ndarray/ops/attention.hpp"
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "ndarray/ops/linalg.hpp"
 #include "ndarray/ops/manipulation.hpp"
 #include "ndarray/ops/nn.hpp"
+#include "ndarray/ops/indexing.hpp"
 #include "ndarray/ops/parallel.hpp"
 #include "ndarray/ops/softmax.hpp"
 
@@ -299,6 +301,196 @@ NDArray run(std::vector<NDArray> inputs, std::int64_t heads) {
   return invoke1(forward_def<kind>(), inputs, checked(kind, heads));
 }
 
+
+// --- _sdpa_fused ---------------------------------------------------------------------------------
+//
+// scaled_dot_product_attention in one op on GPUs: inputs q (B, H, Tq, d), k, v (B, H, Tk, d) in
+// float16 or bfloat16 and the keys' lengths (B,) int32 in [1, Tk] (or none); outputs o
+// (B, H, Tq, d), the float32 log-sum-exp of each query's scaled, masked scores (B, H, Tq, 1), and
+// the dropout mask's (seed, offset), int64 (2,), which the backward reads to regenerate the mask.
+// No CPU kernel: the front end takes the reference path there.
+
+// The kernels of cuda/cudnn_attention.cpp (declared in cuda/cudnn_attention.hpp), or stand-ins
+// that the front end never reaches in a build without cuDNN.
+}  // namespace
+namespace gpu {
+#ifdef NDG_HAVE_CUDNN
+bool cudnn_sdpa_supported(int device, DType dtype, std::int64_t batch, std::int64_t heads, std::int64_t tq,
+                          std::int64_t tk, std::int64_t d, bool causal, bool padded, double dropout);
+void cudnn_sdpa_forward(const ExecContext& ec, const Invocation& inv, double scale, double dropout, bool causal);
+void cudnn_sdpa_backward(const ExecContext& ec, const Invocation& inv, double scale, double dropout, bool causal);
+#else
+inline bool cudnn_sdpa_supported(int, DType, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                                 bool, bool, double) {
+  return false;
+}
+inline void cudnn_sdpa_forward(const ExecContext&, const Invocation& inv, double, double, bool) {
+  throw DeviceError(std::string(inv.op->name) + " needs a build with cuDNN");
+}
+inline void cudnn_sdpa_backward(const ExecContext&, const Invocation& inv, double, double, bool) {
+  throw DeviceError(std::string(inv.op->name) + " needs a build with cuDNN");
+}
+#endif
+}  // namespace gpu
+namespace {
+
+struct SDPAFusedParams {
+  double scale;
+  double dropout;  // the weights' dropout probability while training
+  bool causal;
+  bool training;   // set by the front end, and by a graph's replay (sdpa_mode)
+};
+
+const SDPAFusedParams& sdpa_params(const Invocation& inv) { return inv.params.as<SDPAFusedParams>(); }
+double active_dropout(const SDPAFusedParams& p) { return p.training ? p.dropout : 0.0; }
+
+// q, k, v of one half dtype and shapes (B, H, Tq, d), (B, H, Tk, d) twice; lengths int32 (B,).
+void check_fused_operands(const char* op, const NDArray& q, const NDArray& k, const NDArray& v,
+                          const NDArray& lengths) {
+  if (!is_half(q.dtype())) throw DTypeError(std::string(op) + ": q must be float16 or bfloat16, got " + nd::describe(q));
+  nd::check_same_dtype(op, q, k);
+  nd::check_same_dtype(op, q, v);
+  const bool fit = q.ndim() == 4 && k.ndim() == 4 && k.shape() == v.shape() && k.shape()[0] == q.shape()[0] &&
+                   k.shape()[1] == q.shape()[1] && k.shape()[3] == q.shape()[3];
+  if (!fit || (!lengths.is_none() && lengths.shape() != Shape{q.shape()[0]})) {
+    throw ShapeError(std::string(op) + ": q " + nd::describe(q) + ", k " + nd::describe(k) + ", v " +
+                     nd::describe(v) + " must be (B, H, Tq, d), (B, H, Tk, d), (B, H, Tk, d)" +
+                     (lengths.is_none() ? "" : " and valid_length (B,), got " + nd::describe(lengths)));
+  }
+  if (!lengths.is_none() && lengths.dtype() != DType::int32) {
+    throw DTypeError(std::string(op) + ": valid_length must be int32, got " + nd::describe(lengths));
+  }
+}
+
+void sdpa_fused_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  const NDArray &q = inv.inputs[0], &k = inv.inputs[1], &v = inv.inputs[2], &lengths = inv.inputs[3];
+  check_fused_operands("_sdpa_fused", q, k, v, lengths);
+  const Shape& s = q.shape();
+  out = {{s, q.dtype()}, {Shape{s[0], s[1], s[2], 1}, DType::float32}, {Shape{2}, DType::int64}};
+}
+
+void sdpa_fused_cpu(const ExecContext&, const Invocation& inv) {
+  throw DeviceError(std::string(inv.op->name) + " runs on GPUs only (cuDNN); scaled_dot_product_attention takes "
+                    "the reference path on cpu(0)");
+}
+
+[[maybe_unused]] void sdpa_fused_gpu(const ExecContext& ec, const Invocation& inv) {
+  const SDPAFusedParams& p = sdpa_params(inv);
+  gpu::cudnn_sdpa_forward(ec, inv, p.scale, active_dropout(p), p.causal);
+}
+
+// _backward_sdpa_fused: inputs the gradient of o, q, k, v, o, the statistics, (seed, offset) and
+// the lengths (or none); outputs the gradients of q, k and v.
+void sdpa_backward_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+  check_fused_operands("_backward_sdpa_fused", inv.inputs[1], inv.inputs[2], inv.inputs[3], inv.inputs[7]);
+  nd::check_same_dtype("_backward_sdpa_fused", inv.inputs[1], inv.inputs[0]);
+  if (inv.inputs[0].shape() != inv.inputs[1].shape()) {
+    throw ShapeError("_backward_sdpa_fused: the output's gradient " + nd::describe(inv.inputs[0]) +
+                     " must have q's shape " + nd::describe(inv.inputs[1]));
+  }
+  out.clear();
+  for (std::size_t i = 1; i <= 3; ++i) out.push_back({inv.inputs[i].shape(), inv.inputs[i].dtype()});
+}
+
+[[maybe_unused]] void sdpa_backward_gpu(const ExecContext& ec, const Invocation& inv) {
+  const SDPAFusedParams& p = sdpa_params(inv);
+  gpu::cudnn_sdpa_backward(ec, inv, p.scale, active_dropout(p), p.causal);
+}
+
+std::vector<std::pair<std::string, std::string>> sdpa_attrs(const Params& params) {
+  const SDPAFusedParams& p = params.as<SDPAFusedParams>();
+  return {{"causal", p.causal ? "True" : "False"}, {"dropout", format_real(p.dropout)}, {"scale", format_real(p.scale)}};
+}
+
+// mx::ValueError for a dropout outside [0, 1) or a scale that is not finite and positive.
+SDPAFusedParams sdpa_fused_params(const char* op, double scale, double dropout, bool causal, bool training) {
+  if (!(dropout >= 0 && dropout < 1)) {
+    throw ValueError(std::string(op) + ": dropout must be in [0, 1), got " + format_real(dropout));
+  }
+  if (!(std::isfinite(scale) && scale > 0)) {
+    throw ValueError(std::string(op) + ": scale must be finite and positive, got " + format_real(scale));
+  }
+  return {scale, dropout, causal, training};
+}
+
+// Attributes as sdpa_attrs writes them; training until a replay's mode says otherwise.
+template <const char* name>
+Params sdpa_parse(const AttrList& attrs) {
+  AttrReader a(name, attrs);
+  const bool causal = a.boolean("causal", false);
+  const double dropout = a.real("dropout", 0.0), scale = a.real("scale");
+  a.finish();
+  return sdpa_fused_params(name, scale, dropout, causal, true);
+}
+
+bool sdpa_mode(Params& params, bool training) {
+  SDPAFusedParams p = params.as<SDPAFusedParams>();
+  p.training = training;
+  params = p;
+  return true;
+}
+
+bool sdpa_draws(const Params& params) { return active_dropout(params.as<SDPAFusedParams>()) > 0; }
+
+constexpr char kFusedName[] = "_sdpa_fused";
+constexpr char kFusedBackwardName[] = "_backward_sdpa_fused";
+
+const OpDef& sdpa_backward_def() {
+  static const OpDef def{kFusedBackwardName, &sdpa_backward_infer, &sdpa_fused_cpu, NDG_GPU_KERNEL(sdpa_backward_gpu),
+                         nullptr, &sdpa_attrs, &sdpa_parse<kFusedBackwardName>, false, &sdpa_mode, 8, false,
+                         nullptr, 0, nullptr};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+
+// The gradients of q, k and v from o's (the statistics and the seed carry none), in one backward op.
+std::vector<NDArray> sdpa_fused_gradient(const Invocation& inv, const std::vector<NDArray>& g) {
+  if (g[0].is_none()) return {NDArray(), NDArray(), NDArray(), NDArray()};
+  std::vector<NDArray> grads = invoke(sdpa_backward_def(), {g[0], inv.inputs[0], inv.inputs[1], inv.inputs[2],
+                                                            inv.outputs[0], inv.outputs[1], inv.outputs[2],
+                                                            inv.inputs[3]},
+                                      inv.params);
+  grads.push_back(NDArray());
+  return grads;
+}
+
+const OpDef& sdpa_fused_def() {
+  static const OpDef def{kFusedName, &sdpa_fused_infer, &sdpa_fused_cpu, NDG_GPU_KERNEL(sdpa_fused_gpu),
+                         &sdpa_fused_gradient, &sdpa_attrs, &sdpa_parse<kFusedName>, false, &sdpa_mode, 4, false,
+                         nullptr, 0, &sdpa_draws};
+  [[maybe_unused]] static const OpDef& registered = register_op(def);
+  return def;
+}
+
+[[maybe_unused]] const bool sdpa_registered = (sdpa_fused_def(), sdpa_backward_def(), true);
+
+// Whether scaled_dot_product_attention takes the fused path: a GPU, float16 or bfloat16 operands
+// of one dtype, dv = d, and extents cuDNN builds plans for (cached per geometry).
+bool sdpa_fused_applies(const NDArray& q, const NDArray& k, const NDArray& v, bool padded, bool causal,
+                        double dropout) {
+  if (!q.context().is_gpu() || !is_half(q.dtype()) || k.dtype() != q.dtype() || v.dtype() != q.dtype()) return false;
+  if (v.shape()[3] != q.shape()[3]) return false;
+  const Shape &s = q.shape();
+  return gpu::cudnn_sdpa_supported(q.context().device_id(), q.dtype(), s[0], s[1], s[2], k.shape()[2], s[3], causal,
+                                   padded, dropout);
+}
+
+// The fused path: o of _sdpa_fused. Valid lengths go to cuDNN clipped to [1, Tk]; a batch row with
+// none (a length of 0 or less) gets zeros, as the reference gives, through a (B, 1, 1, 1) mask.
+NDArray sdpa_fused(const NDArray& q, const NDArray& k, const NDArray& v, const nd::SDPAOptions& o, double scale,
+                   bool training) {
+  NDArray lengths, has_keys;
+  if (!o.valid_length.is_none()) {
+    const NDArray given = o.valid_length.astype(DType::int32);
+    lengths = nd::clip(given, 1, static_cast<double>(k.shape()[2]));
+    has_keys = nd::clip(given, 0, 1).astype(q.dtype()).reshape({q.shape()[0], 1, 1, 1});
+  }
+  const NDArray out =
+      invoke(sdpa_fused_def(), {q, k, v, lengths},
+             sdpa_fused_params("scaled_dot_product_attention", scale, o.dropout, o.causal, training))[0];
+  return has_keys.is_none() ? out : out * has_keys;
+}
+
 }  // namespace
 }  // namespace mx::op
 
@@ -342,6 +534,10 @@ NDArray scaled_dot_product_attention(const NDArray& q, const NDArray& k, const N
     throw ValueError("scaled_dot_product_attention: dropout must be in [0, 1), got " + std::to_string(o.dropout));
   }
   const double scale = o.scale.value_or(1.0 / std::sqrt(static_cast<double>(d)));
+  const bool training = autograd::is_training();
+  if (op::sdpa_fused_applies(q, k, v, !o.valid_length.is_none(), o.causal, training ? o.dropout : 0.0)) {
+    return op::sdpa_fused(q, k, v, o, scale, training);
+  }
   const NDArray scores = batch_dot(q.reshape({B * H, Tq, d}), k.reshape({B * H, Tk, d}), false, true) * scale;
   NDArray weights;
   if (!o.causal && o.valid_length.is_none()) {

@@ -279,4 +279,188 @@ BOOST_AUTO_TEST_CASE(scaled_dot_product_attention_errors_name_the_operands) {
   });
 }
 
+// The fused path (cuDNN flash attention on GPUs, float16 and bfloat16) against the reference path
+// in float32 on the same half-rounded values. On cpu(0), and for the calls the fused path leaves
+// to the reference (valid_length given, extents not multiples of 128), the half-precision call
+// takes the reference path itself, so the same checks hold there.
+namespace {
+
+struct Attention {
+  Values y, gq, gk, gv;
+};
+
+// y = scaled_dot_product_attention(q, k, v, o) in dtype on ctx, and the gradients of Σ y · r.
+Attention attend(const Values& q0, const Values& k0, const Values& v0, const Values& r, const mx::Shape& qs,
+                 const mx::Shape& ks, mx::Context ctx, DType dt, const nd::SDPAOptions& o) {
+  nd::NDArray q = ndg_test::array_of(q0, qs, ctx, dt), k = ndg_test::array_of(k0, ks, ctx, dt),
+              v = ndg_test::array_of(v0, ks, ctx, dt);
+  for (nd::NDArray* a : {&q, &k, &v}) a->attach_grad();
+  nd::NDArray y;
+  {
+    auto recording = ag::record();
+    y = nd::scaled_dot_product_attention(q, k, v, o);
+    (y * ndg_test::array_of(r, y.shape(), ctx, dt)).sum().backward();
+  }
+  return {ndg_test::values(y), ndg_test::values(q.grad()), ndg_test::values(k.grad()), ndg_test::values(v.grad())};
+}
+
+// The values rounded to dtype.
+Values rounded(const Values& v, DType dt) {
+  return ndg_test::values(ndg_test::array_of(v, {static_cast<std::int64_t>(v.size())}, mx::cpu(), dt));
+}
+
+double tolerance(DType dt) { return dt == DType::bfloat16 ? 2e-2 : 5e-3; }
+
+void check_against_float32(const Values& q0, const Values& k0, const Values& v0, const Values& r0,
+                           const mx::Shape& qs, const mx::Shape& ks, mx::Context ctx, DType dt,
+                           const nd::SDPAOptions& o) {
+  const Values q = rounded(q0, dt), k = rounded(k0, dt), v = rounded(v0, dt), r = rounded(r0, dt);
+  const Attention got = attend(q, k, v, r, qs, ks, ctx, dt, o);
+  const Attention want = attend(q, k, v, r, qs, ks, ctx, DType::float32, o);
+  const double tol = tolerance(dt);
+  BOOST_TEST(ndg_test::relative_error(got.y, want.y) < tol);
+  BOOST_TEST(ndg_test::relative_error(got.gq, want.gq) < tol);
+  BOOST_TEST(ndg_test::relative_error(got.gk, want.gk) < tol);
+  BOOST_TEST(ndg_test::relative_error(got.gv, want.gv) < tol);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(fused_attention_matches_the_float32_reference) {
+  const std::int64_t b = 2, h = 3, tq = 128, tk = 128;
+  for (const std::int64_t dd : {64, 128}) {
+    const Values q0 = ndg_test::uniform_values(b * h * tq * dd, 201), k0 = ndg_test::uniform_values(b * h * tk * dd, 202),
+                 v0 = ndg_test::uniform_values(b * h * tk * dd, 203), r = ndg_test::uniform_values(b * h * tq * dd, 204);
+    ndg_test::for_each_context([&](mx::Context ctx) {
+      for (const DType dt : {DType::bfloat16, DType::float16}) {
+        for (const bool causal : {false, true}) {
+          for (const bool padded : {false, true}) {
+            BOOST_TEST_CONTEXT(dt << " d=" << dd << (causal ? " causal" : "") << (padded ? " padded" : "")) {
+              nd::SDPAOptions o{.causal = causal};
+              if (padded) o.valid_length = nd::array({128, 37}, ctx);
+              check_against_float32(q0, k0, v0, r, {b, h, tq, dd}, {b, h, tk, dd}, ctx, dt, o);
+            }
+          }
+        }
+      }
+    });
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fused_attention_with_a_custom_scale_and_square_causal) {
+  const std::int64_t b = 1, h = 4, t = 128, dd = 64;
+  const Values q0 = ndg_test::uniform_values(b * h * t * dd, 211), k0 = ndg_test::uniform_values(b * h * t * dd, 212),
+               v0 = ndg_test::uniform_values(b * h * t * dd, 213), r = ndg_test::uniform_values(b * h * t * dd, 214);
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    check_against_float32(q0, k0, v0, r, {b, h, t, dd}, {b, h, t, dd}, ctx, DType::bfloat16,
+                          {.causal = true, .scale = 0.3});
+  });
+}
+
+BOOST_AUTO_TEST_CASE(fused_attention_gives_zeros_where_no_key_is_valid) {
+  const std::int64_t b = 3, h = 2, tq = 32, tk = 64, dd = 64;
+  const Values q0 = ndg_test::uniform_values(b * h * tq * dd, 221), k0 = ndg_test::uniform_values(b * h * tk * dd, 222),
+               v0 = ndg_test::uniform_values(b * h * tk * dd, 223), r = ndg_test::uniform_values(b * h * tq * dd, 224);
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    for (const bool causal : {false, true}) {
+      BOOST_TEST_CONTEXT((causal ? "causal" : "")) {
+        // lengths 0, 77 (more than Tk: all keys) and 5, as floats: truncated as the reference does
+        const nd::SDPAOptions o{.valid_length = nd::array({0.0, 77.0, 5.0}, ctx), .causal = causal};
+        check_against_float32(q0, k0, v0, r, {b, h, tq, dd}, {b, h, tk, dd}, ctx, DType::bfloat16, o);
+        const Attention got = attend(rounded(q0, DType::bfloat16), rounded(k0, DType::bfloat16),
+                                     rounded(v0, DType::bfloat16), rounded(r, DType::bfloat16), {b, h, tq, dd},
+                                     {b, h, tk, dd}, ctx, DType::bfloat16, o);
+        const auto first_row_zero = [&](const Values& x, std::int64_t t) {
+          for (std::int64_t i = 0; i < h * t * dd; ++i) {
+            if (x[static_cast<std::size_t>(i)] != 0) return false;
+          }
+          return true;
+        };
+        BOOST_TEST(first_row_zero(got.y, tq));
+        BOOST_TEST(first_row_zero(got.gq, tq));
+        BOOST_TEST(first_row_zero(got.gk, tk));
+        BOOST_TEST(first_row_zero(got.gv, tk));
+      }
+    }
+  });
+}
+
+// Dropout: with v the identity (Tk = d), the output is the dropped-out weights themselves, so
+// the mask can be read back: its keep rate, its 1 / (1 - p) scaling and that each call draws a
+// new one. Replayed at the same generator position, the same mask comes back, and the gradients
+// equal those of the float32 reference under that mask.
+BOOST_AUTO_TEST_CASE(fused_dropout_keeps_one_minus_p_and_its_backward_uses_the_forward_mask) {
+  const std::int64_t b = 2, h = 2, t = 128, dd = 128, n = b * h * t * t;
+  const double p = 0.25;
+  const DType dt = DType::bfloat16;
+  const Values q0 = rounded(ndg_test::uniform_values(b * h * t * dd, 231), dt),
+               k0 = rounded(ndg_test::uniform_values(b * h * t * dd, 232), dt),
+               v0 = rounded(ndg_test::uniform_values(b * h * t * dd, 233), dt),
+               r = rounded(ndg_test::uniform_values(b * h * t * dd, 234), dt);
+  Values eye(static_cast<std::size_t>(n), 0.0);
+  for (std::int64_t bh = 0; bh < b * h; ++bh)
+    for (std::int64_t j = 0; j < t; ++j) eye[static_cast<std::size_t>((bh * t + j) * dd + j)] = 1;
+  const mx::Shape shape{b, h, t, dd};
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    const nd::NDArray q = ndg_test::array_of(q0, shape, ctx, dt), k = ndg_test::array_of(k0, shape, ctx, dt),
+                      identity = ndg_test::array_of(eye, shape, ctx, dt);
+    const nd::SDPAOptions o{.dropout = p};
+    // The weights without dropout (prediction: dropout is off) and with it.
+    const Values weights = ndg_test::values(nd::scaled_dot_product_attention(q, k, identity, o));
+    BOOST_TEST(ndg_test::relative_error(weights, ndg_test::values(nd::scaled_dot_product_attention(q, k, identity))) == 0);
+    const std::uint64_t position = mx::random::get_state(ctx);
+    Values dropped, again;
+    {
+      auto training = ag::train_mode();  // dropout on, nothing recorded
+      dropped = ndg_test::values(nd::scaled_dot_product_attention(q, k, identity, o));
+      again = ndg_test::values(nd::scaled_dot_product_attention(q, k, identity, o));
+    }
+    Values scaled_mask(static_cast<std::size_t>(n)), expected(static_cast<std::size_t>(n));
+    double kept = 0, changed = 0;
+    for (std::size_t i = 0; i < dropped.size(); ++i) {
+      const bool keep = dropped[i] != 0;
+      kept += keep;
+      changed += keep != (again[i] != 0);
+      scaled_mask[i] = keep ? 1 / (1 - p) : 0;
+      expected[i] = weights[i] * scaled_mask[i];
+    }
+    BOOST_TEST(std::abs(kept / static_cast<double>(n) - (1 - p)) < 0.02);
+    BOOST_TEST(changed / static_cast<double>(n) > 0.2);  // about 2p(1 - p) for independent masks
+    BOOST_TEST(ndg_test::relative_error(dropped, expected) < 2e-2);
+
+    // The same position, the real v: forward and gradients against float32 under the read mask.
+    mx::random::set_state(ctx, position);
+    const Attention got = attend(q0, k0, v0, r, shape, shape, ctx, dt, o);
+    nd::NDArray q32 = ndg_test::array_of(q0, shape, ctx), k32 = ndg_test::array_of(k0, shape, ctx),
+                v32 = ndg_test::array_of(v0, shape, ctx);
+    for (nd::NDArray* a : {&q32, &k32, &v32}) a->attach_grad();
+    nd::NDArray y;
+    {
+      auto recording = ag::record();
+      const nd::NDArray scores =
+          nd::batch_dot(q32.reshape({b * h, t, dd}), k32.reshape({b * h, t, dd}), false, true) *
+          (1 / std::sqrt(static_cast<double>(dd)));
+      const nd::NDArray w = nd::softmax(scores, -1) * ndg_test::array_of(scaled_mask, {b * h, t, t}, ctx);
+      y = nd::batch_dot(w, v32.reshape({b * h, t, dd})).reshape(shape);
+      (y * ndg_test::array_of(r, shape, ctx)).sum().backward();
+    }
+    BOOST_TEST(ndg_test::relative_error(got.y, ndg_test::values(y)) < 2e-2);
+    BOOST_TEST(ndg_test::relative_error(got.gq, ndg_test::values(q32.grad())) < 2e-2);
+    BOOST_TEST(ndg_test::relative_error(got.gk, ndg_test::values(k32.grad())) < 2e-2);
+    BOOST_TEST(ndg_test::relative_error(got.gv, ndg_test::values(v32.grad())) < 2e-2);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(half_precision_attention_errors_stay_typed) {
+  ndg_test::for_each_context([](mx::Context ctx) {
+    const nd::NDArray q = nd::zeros({2, 3, 16, 64}, ctx, DType::bfloat16), k = nd::zeros({2, 3, 24, 64}, ctx, DType::bfloat16);
+    BOOST_CHECK_THROW(nd::scaled_dot_product_attention(q, k.astype(DType::float32), k), mx::DTypeError);
+    NDG_CHECK_THROWS_WITH(nd::scaled_dot_product_attention(q, k, nd::zeros({2, 3, 23, 64}, ctx, DType::bfloat16)),
+                          mx::ShapeError, "v (2, 3, 23, 64)");
+    NDG_CHECK_THROWS_WITH(nd::scaled_dot_product_attention(q, k, k, {.valid_length = nd::ones({3}, ctx)}),
+                          mx::ShapeError, "valid_length (3,)");
+    NDG_CHECK_THROWS_WITH(nd::scaled_dot_product_attention(q, k, k, {.dropout = -0.1}), mx::ValueError, "dropout");
+  });
+}
+
 BOOST_AUTO_TEST_SUITE_END()

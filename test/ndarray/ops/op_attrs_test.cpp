@@ -235,7 +235,9 @@ const std::map<std::string, AttrList>& samples() {
       {"_backward_interleaved_matmul_selfatt_qk", {{"heads", "2"}}},
       {"_backward_interleaved_matmul_selfatt_valatt", {{"heads", "2"}}},
       {"_backward_interleaved_matmul_encdec_qk", {{"heads", "1"}}},
-      {"_backward_interleaved_matmul_encdec_valatt", {{"heads", "1"}}}};
+      {"_backward_interleaved_matmul_encdec_valatt", {{"heads", "1"}}},
+      {"_sdpa_fused", {{"causal", "True"}, {"dropout", "0.1"}, {"scale", "0.125"}}},
+      {"_backward_sdpa_fused", {{"causal", "False"}, {"dropout", "0.0"}, {"scale", "0.08838834764831845"}}}};
   return s;
 }
 
