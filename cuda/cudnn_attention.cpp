@@ -37,6 +37,7 @@
 
 #include "context/error.hpp"
 #include "cuda/check.hpp"
+#include "cuda/cudnn_descriptor.hpp"
 #include "cuda/cudnn_rnn.hpp"
 #include "cuda/device.hpp"
 #include "cuda/device_guard.hpp"
@@ -52,42 +53,7 @@ bool verbose() {
   return on;
 }
 
-// A backend descriptor, destroyed with its owner; the first failing call is kept and turns the
-// later ones into no-ops (as in cuda/cudnn_conv.cpp).
-class Descriptor {
- public:
-  Descriptor() = default;
-  explicit Descriptor(cudnnBackendDescriptorType_t type) : status_(cudnnBackendCreateDescriptor(type, &desc_)) {}
-  ~Descriptor() {
-    if (desc_) cudnnBackendDestroyDescriptor(desc_);
-  }
-  Descriptor(Descriptor&& other) noexcept : desc_(std::exchange(other.desc_, nullptr)), status_(other.status_) {}
-  Descriptor& operator=(Descriptor&& other) noexcept {
-    std::swap(desc_, other.desc_);
-    std::swap(status_, other.status_);
-    return *this;
-  }
-
-  cudnnBackendDescriptor_t get() const { return desc_; }
-  cudnnStatus_t status() const { return status_; }
-
-  Descriptor& set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, const void* values,
-                  std::int64_t count = 1) {
-    if (status_ == CUDNN_STATUS_SUCCESS) status_ = cudnnBackendSetAttribute(desc_, name, type, count, values);
-    return *this;
-  }
-  Descriptor& set(cudnnBackendAttributeName_t name, cudnnBackendDescriptor_t value) {
-    return set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, &value);
-  }
-  cudnnStatus_t finalize() {
-    if (status_ == CUDNN_STATUS_SUCCESS) status_ = cudnnBackendFinalize(desc_);
-    return status_;
-  }
-
- private:
-  cudnnBackendDescriptor_t desc_ = nullptr;
-  cudnnStatus_t status_ = CUDNN_STATUS_NOT_INITIALIZED;
-};
+using Descriptor = cuda::CudnnDescriptor;
 
 // The uids of the tensors the variant packs name; virtual tensors get theirs from kFirstVirtual.
 enum Uid : std::int64_t {

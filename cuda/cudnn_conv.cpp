@@ -21,6 +21,7 @@
 
 #include "context/error.hpp"
 #include "cuda/check.hpp"
+#include "cuda/cudnn_descriptor.hpp"
 #include "cuda/device_exchange.hpp"
 #include "ndarray/ops/linalg_kernels.hpp"
 
@@ -61,49 +62,7 @@ bool verbose() {
   return on;
 }
 
-// A backend descriptor, destroyed with its owner. The first failing call is recorded and turns the
-// later ones into no-ops, so that a descriptor is built in one chain and checked once.
-class Descriptor {
- public:
-  Descriptor() : status_(CUDNN_STATUS_NOT_INITIALIZED) {}  // none yet
-  explicit Descriptor(cudnnBackendDescriptorType_t type) : status_(cudnnBackendCreateDescriptor(type, &desc_)) {}
-  ~Descriptor() {
-    if (desc_) cudnnBackendDestroyDescriptor(desc_);
-  }
-  Descriptor(Descriptor&& other) noexcept
-      : desc_(std::exchange(other.desc_, nullptr)), status_(other.status_) {}
-  Descriptor& operator=(Descriptor&& other) noexcept {
-    std::swap(desc_, other.desc_);
-    std::swap(status_, other.status_);
-    return *this;
-  }
-
-  cudnnBackendDescriptor_t get() const { return desc_; }
-  cudnnStatus_t status() const { return status_; }
-
-  Descriptor& set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, const void* values,
-                  std::int64_t count = 1) {
-    if (status_ == CUDNN_STATUS_SUCCESS) status_ = cudnnBackendSetAttribute(desc_, name, type, count, values);
-    return *this;
-  }
-  Descriptor& set(cudnnBackendAttributeName_t name, std::int64_t value) {
-    return set(name, CUDNN_TYPE_INT64, &value);
-  }
-  Descriptor& set(cudnnBackendAttributeName_t name, const std::vector<std::int64_t>& values) {
-    return set(name, CUDNN_TYPE_INT64, values.data(), static_cast<std::int64_t>(values.size()));
-  }
-  Descriptor& set(cudnnBackendAttributeName_t name, const Descriptor& value) {
-    return set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, &value.desc_);
-  }
-  cudnnStatus_t finalize() {
-    if (status_ == CUDNN_STATUS_SUCCESS) status_ = cudnnBackendFinalize(desc_);
-    return status_;
-  }
-
- private:
-  cudnnBackendDescriptor_t desc_ = nullptr;
-  cudnnStatus_t status_;
-};
+using Descriptor = cuda::CudnnDescriptor;
 
 // Reads up to `capacity` elements of an attribute: how many there are, or -1 when it cannot be read.
 std::int64_t get(cudnnBackendDescriptor_t desc, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
