@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ndarray/core/checks.hpp"
@@ -134,12 +135,21 @@ void take_backward_cpu(const ExecContext&, const Invocation& inv) {
       for (std::int64_t j = 0; j < s.count; ++j) order[static_cast<std::size_t>(next[static_cast<std::size_t>(position[static_cast<std::size_t>(j)])]++)] = j;
       parallel_for(s.outer * s.length, [&](std::int64_t row) {
         const std::int64_t o = row / s.length, k = row % s.length;
-        std::vector<C> sum(static_cast<std::size_t>(s.inner), C(0));
-        for (std::int64_t q = first[static_cast<std::size_t>(k)]; q < first[static_cast<std::size_t>(k) + 1]; ++q) {
-          const T* from = g + (o * s.count + order[static_cast<std::size_t>(q)]) * s.inner;
-          for (std::int64_t in = 0; in < s.inner; ++in) sum[static_cast<std::size_t>(in)] += C(from[in]);
+        const auto sum_into = [&](C* sum) {
+          for (std::int64_t in = 0; in < s.inner; ++in) sum[in] = C(0);
+          for (std::int64_t q = first[static_cast<std::size_t>(k)]; q < first[static_cast<std::size_t>(k) + 1]; ++q) {
+            const T* from = g + (o * s.count + order[static_cast<std::size_t>(q)]) * s.inner;
+#pragma omp simd
+            for (std::int64_t in = 0; in < s.inner; ++in) sum[in] += C(from[in]);
+          }
+        };
+        if constexpr (std::is_same_v<T, C>) {
+          sum_into(dx + row * s.inner);  // the sums in place: no buffer per row
+        } else {
+          std::vector<C> sum(static_cast<std::size_t>(s.inner));
+          sum_into(sum.data());
+          for (std::int64_t in = 0; in < s.inner; ++in) dx[row * s.inner + in] = static_cast<T>(sum[static_cast<std::size_t>(in)]);
         }
-        for (std::int64_t in = 0; in < s.inner; ++in) dx[row * s.inner + in] = static_cast<T>(sum[static_cast<std::size_t>(in)]);
       }, s.outer * s.length * s.inner + s.count * s.inner);
     });
   });
