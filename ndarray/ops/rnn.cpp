@@ -272,8 +272,9 @@ void cpu_recurrence_as(const ExecContext& ec, const RNNRecurrence& r, int thread
   {
     const std::int64_t j0 = std::min(H, omp_get_thread_num() * units_per), j1 = std::min(H, j0 + units_per);
     const std::int64_t U = j1 - j0;
-    T* const pack = static_cast<T*>(scratch.data()) + omp_get_thread_num() * per_thread;
-    T* const product = pack + GU * H;
+    // Forward only (backward has no scratch: no pointer arithmetic on null).
+    T* const pack = r.forward ? static_cast<T*>(scratch.data()) + omp_get_thread_num() * per_thread : nullptr;
+    T* const product = r.forward ? pack + GU * H : nullptr;
     if (r.forward) {
       for (std::int64_t g = 0; g < G; ++g) {
         std::copy(w + (g * H + j0) * H, w + (g * H + j1) * H, pack + g * U * H);
