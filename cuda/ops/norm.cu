@@ -5,7 +5,12 @@
 // another axis) takes one thread, whose reads are coalesced across neighbouring lines. Sums are
 // in ComputeType (float for 16-bit data). The parameter gradients take one thread per channel,
 // reads coalesced across neighbouring channels.
+//
+// LayerNorm on the last axis (every Transformer's) has its own kernels when a row is whole 16-byte
+// packs (Note [LayerNorm rows in registers]).
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "cuda/launch.hpp"
 #include "cuda/module_preload.hpp"
@@ -98,6 +103,231 @@ __global__ void norm_param_grads(const T* dy, const T* x, const ComputeType<T>* 
   }
 }
 
+// Note [LayerNorm rows in registers]
+// A row of M elements, M a multiple of a 16-byte pack's E elements, is read once: `tpr` threads
+// (32 to 256, a power of two) share it, each holding V packs (packs t, t + tpr, ...) in registers,
+// and a block of kThreads holds kThreads / tpr rows. Mean, variance and the backward's two sums
+// are row sums over warp shuffles, then over the row's warps through shared memory. The backward
+// also sums dy·x̂ and dy per column over the rows a block runs (grid-stride: the block's threads
+// keep their columns), the block's rows are then summed through shared memory into one partial
+// row per block, and a second kernel sums the blocks' partial rows per column: two fixed-order
+// stages, so the parameter gradients are the same bits every run.
+struct RowLayout {
+  int M = 0, packs = 0, tpr = 32, packs_per_thread = 0;  // packs_per_thread: V, 1, 2, 4 or 8
+};
+
+// The layout for rows of M elements of T, or packs_per_thread 0 where the rows do not fit.
+template <class T>
+RowLayout row_layout(std::int64_t M, const void* x, const void* other) {
+  constexpr int E = cuda::Pack<T>::size;
+  RowLayout r;
+  if (M <= 0 || M % E != 0 || !cuda::aligned16(x) || !cuda::aligned16(other)) return r;
+  const std::int64_t packs = M / E;
+  int tpr = 32;
+  while (tpr < cuda::kThreads && (packs + tpr - 1) / tpr > 4) tpr *= 2;
+  const std::int64_t per = (packs + tpr - 1) / tpr;
+  if (per > 8) return r;
+  r.M = static_cast<int>(M);
+  r.packs = static_cast<int>(packs);
+  r.tpr = tpr;
+  r.packs_per_thread = per <= 1 ? 1 : per <= 2 ? 2 : per <= 4 ? 4 : 8;
+  return r;
+}
+
+// The sum of v over the tpr threads of this thread's row (in each of them). Every thread of the
+// block calls it (it may synchronise the block); `slots` holds a value per warp.
+template <class A>
+__device__ __forceinline__ A row_sum(A v, int tpr, A* slots) {
+  v = warp_sum(v);
+  if (tpr == 32) return v;
+  const int warp = static_cast<int>(threadIdx.x) / 32, warps = tpr / 32, first = warp / warps * warps;
+  __syncthreads();  // the slots' previous values have been read
+  if (threadIdx.x % 32 == 0) slots[warp] = v;
+  __syncthreads();
+  A sum = 0;
+  for (int w = first; w < first + warps; ++w) sum += slots[w];
+  return sum;
+}
+
+// Packs t, t + tpr, ... of a row as A; zeros past the row's end (t = packs: a thread past the last
+// row reads nothing).
+template <class A, class T, int V>
+__device__ __forceinline__ void load_row(const T* row, RowLayout r, int t, A (&v)[V][cuda::Pack<T>::size]) {
+  using Pk = cuda::Pack<T>;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const int p = t + j * r.tpr;
+    if (p < r.packs) {
+      const Pk pk = reinterpret_cast<const Pk*>(row)[p];
+#pragma unroll
+      for (int e = 0; e < Pk::size; ++e) v[j][e] = A(pk.v[e]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < Pk::size; ++e) v[j][e] = A(0);
+    }
+  }
+}
+
+template <class T, class P, int V>
+__global__ void layer_norm_forward_packed(const T* x, const P* gamma, const P* beta, T* y, ComputeType<T>* mean,
+                                          ComputeType<T>* stdev, std::int64_t rows, RowLayout r, double eps) {
+  using A = ComputeType<T>;
+  using Pk = cuda::Pack<T>;
+  constexpr int E = Pk::size;
+  __shared__ A slots[cuda::kThreads / 32];
+  const int per_block = cuda::kThreads / r.tpr, t = static_cast<int>(threadIdx.x) % r.tpr;
+  for (std::int64_t first = std::int64_t{blockIdx.x} * per_block; first < rows; first += std::int64_t{gridDim.x} * per_block) {
+    const std::int64_t row = first + static_cast<int>(threadIdx.x) / r.tpr;
+    const bool live = row < rows;
+    A v[V][E];
+    load_row<A>(x + (live ? row : 0) * r.M, r, live ? t : r.packs, v);
+    A sum = 0;
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+#pragma unroll
+      for (int e = 0; e < E; ++e) sum += v[j][e];
+    const A m = row_sum(sum, r.tpr, slots) / A(r.M);
+    A squares = 0;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      if (t + j * r.tpr >= r.packs) continue;
+#pragma unroll
+      for (int e = 0; e < E; ++e) squares += (v[j][e] - m) * (v[j][e] - m);
+    }
+    const A sd = std::sqrt(row_sum(squares, r.tpr, slots) / A(r.M) + A(eps)), rstd = A(1) / sd;
+    if (!live) continue;
+    if (t == 0) {
+      mean[row] = m;
+      stdev[row] = sd;
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const int p = t + j * r.tpr;
+      if (p >= r.packs) continue;
+      Pk out;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const int c = p * E + e;
+        out.v[e] = static_cast<T>((v[j][e] - m) * rstd * A(gamma[c]) + A(beta[c]));
+      }
+      reinterpret_cast<Pk*>(y + row * r.M)[p] = out;
+    }
+  }
+}
+
+// dx per row; each block's column sums of dy·x̂ and dy into partial[blockIdx.x] and
+// partial[gridDim.x + blockIdx.x] (rows of M).
+template <class T, class P, int V>
+__global__ void layer_norm_backward_packed(const T* dy, const T* x, const P* gamma, const ComputeType<T>* mean,
+                                           const ComputeType<T>* stdev, T* dx, ComputeType<T>* partial,
+                                           std::int64_t rows, RowLayout r) {
+  using A = ComputeType<T>;
+  using Pk = cuda::Pack<T>;
+  constexpr int E = Pk::size;
+  __shared__ A slots[cuda::kThreads / 32];
+  __shared__ A columns[cuda::kThreads * E];
+  const int per_block = cuda::kThreads / r.tpr, t = static_cast<int>(threadIdx.x) % r.tpr;
+  A dgamma[V][E] = {}, dbeta[V][E] = {};
+  for (std::int64_t first = std::int64_t{blockIdx.x} * per_block; first < rows; first += std::int64_t{gridDim.x} * per_block) {
+    const std::int64_t row = first + static_cast<int>(threadIdx.x) / r.tpr;
+    const bool live = row < rows;
+    const int lane = live ? t : r.packs;  // a thread past the last row reads nothing
+    A g[V][E], xhat[V][E];
+    load_row<A>(dy + (live ? row : 0) * r.M, r, lane, g);
+    load_row<A>(x + (live ? row : 0) * r.M, r, lane, xhat);
+    const A m = live ? A(mean[row]) : A(0), rstd = live ? A(1) / A(stdev[row]) : A(0);
+    A sum_a = 0, sum_a_xhat = 0;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const int p = lane + j * r.tpr;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        xhat[j][e] = (xhat[j][e] - m) * rstd;
+        dgamma[j][e] += g[j][e] * xhat[j][e];
+        dbeta[j][e] += g[j][e];
+        g[j][e] *= p < r.packs ? A(gamma[p * E + e]) : A(0);  // a = dy·gamma
+        sum_a += g[j][e];
+        sum_a_xhat += g[j][e] * xhat[j][e];
+      }
+    }
+    const A mean_a = row_sum(sum_a, r.tpr, slots) / A(r.M), mean_a_xhat = row_sum(sum_a_xhat, r.tpr, slots) / A(r.M);
+    if (!live) continue;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const int p = t + j * r.tpr;
+      if (p >= r.packs) continue;
+      Pk out;
+#pragma unroll
+      for (int e = 0; e < E; ++e) out.v[e] = static_cast<T>((g[j][e] - mean_a - xhat[j][e] * mean_a_xhat) * rstd);
+      reinterpret_cast<Pk*>(dx + row * r.M)[p] = out;
+    }
+  }
+  // The block's rows summed per column, pack by pack: thread (row i, t) puts its pack j in
+  // columns[i][t], and the threads of row 0 add the block's rows.
+  const int in_block = static_cast<int>(threadIdx.x) / r.tpr;
+  for (int which = 0; which < 2; ++which) {
+    A* out = partial + (std::int64_t{which} * gridDim.x + blockIdx.x) * r.M;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      __syncthreads();
+#pragma unroll
+      for (int e = 0; e < E; ++e) columns[threadIdx.x * E + e] = which == 0 ? dgamma[j][e] : dbeta[j][e];
+      __syncthreads();
+      const int p = t + j * r.tpr;
+      if (in_block != 0 || p >= r.packs) continue;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        A sum = 0;
+        for (int i = 0; i < per_block; ++i) sum += columns[(i * r.tpr + t) * E + e];
+        out[p * E + e] = sum;
+      }
+    }
+  }
+}
+
+// dgamma[c] = Σ_b partial[b][c], dbeta[c] = Σ_b partial[blocks + b][c]: a block per 32 columns,
+// its 8 warps' lanes each summing every 8th block's row, then the 8 sums in order.
+template <class A, class P>
+__global__ void layer_norm_param_sums(const A* partial, int blocks, int M, P* dgamma, P* dbeta) {
+  __shared__ A sums[8][33];
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  const int c = static_cast<int>(blockIdx.x) * 32 + lane;
+  for (int which = 0; which < 2; ++which) {
+    const A* in = partial + std::int64_t{which} * blocks * M;
+    A sum = 0;
+    if (c < M) {
+      for (int b = warp; b < blocks; b += 8) sum += in[std::int64_t{b} * M + c];
+    }
+    __syncthreads();
+    sums[warp][lane] = sum;
+    __syncthreads();
+    if (warp == 0 && c < M) {
+      A total = 0;
+      for (int w = 0; w < 8; ++w) total += sums[w][lane];
+      (which == 0 ? dgamma : dbeta)[c] = static_cast<P>(total);
+    }
+  }
+}
+
+// Calls f(std::integral_constant<int, V>) for r's packs per thread.
+template <class F>
+void with_packs_per_thread(const RowLayout& r, F&& f) {
+  switch (r.packs_per_thread) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    default: return f(std::integral_constant<int, 8>{});
+  }
+}
+
+// Whether a LayerNorm runs on the packed row kernels: the last axis, whole packs per row.
+bool last_axis_rows(const NormShape& s) { return s.lines.inner == 1 && s.groups == 1 && s.spatial == 1; }
+
+unsigned row_blocks(std::int64_t rows, const RowLayout& r, std::int64_t cap) {
+  const std::int64_t per_block = cuda::kThreads / r.tpr;
+  return static_cast<unsigned>(std::clamp<std::int64_t>((rows + per_block - 1) / per_block, 1, cap));
+}
+
 const NormParams& params_of(const Invocation& inv) { return inv.params.as<NormParams>(); }
 
 }  // namespace
@@ -110,7 +340,14 @@ void norm(const ExecContext& ec, const Invocation& inv) {
     using T = decltype(data_tag);
     using P = decltype(param_tag);
     const NormForwardArrays<T, P> a(inv);
-    if (s.lines.inner == 1) {
+    const RowLayout r = last_axis_rows(s) ? row_layout<T>(s.lines.length, a.x, a.y) : RowLayout{};
+    if (r.packs_per_thread > 0) {
+      const unsigned blocks = row_blocks(s.lines.outer, r, std::int64_t{1} << 20);
+      with_packs_per_thread(r, [&](auto v) {
+        cuda::launch(cuda::stream_of(ec), inv.op->name, dim3(blocks), &layer_norm_forward_packed<T, P, decltype(v)::value>, a.x,
+                     a.gamma, a.beta, a.y, a.mean, a.stdev, s.lines.outer, r, p.eps);
+      });
+    } else if (s.lines.inner == 1) {
       cuda::launch(ec, inv.op->name, s.lines.outer * 32, &norm_forward_rows<T, P>, a.x, a.gamma, a.beta, a.y, a.mean,
                    a.stdev, s, p.eps);
     } else {
@@ -128,6 +365,22 @@ void norm_backward(const ExecContext& ec, const Invocation& inv) {
     using T = decltype(data_tag);
     using P = decltype(param_tag);
     const NormBackwardArrays<T, P> a(inv);
+    const bool aligned = cuda::aligned16(a.dy) && cuda::aligned16(a.dx);
+    const RowLayout r = last_axis_rows(s) && aligned ? row_layout<T>(s.lines.length, a.x, a.dx) : RowLayout{};
+    if (r.packs_per_thread > 0) {
+      using A = ComputeType<T>;
+      // Two blocks per multiprocessor: enough rows per block that the partial rows stay a small
+      // part of the traffic, enough blocks to fill the GPU.
+      const unsigned blocks = row_blocks(s.lines.outer, r, 2 * std::max(ec.multiprocessors, 1));
+      const Workspace partial(ec, std::size_t{2} * blocks * static_cast<std::size_t>(r.M) * sizeof(A));
+      with_packs_per_thread(r, [&](auto v) {
+        cuda::launch(cuda::stream_of(ec), inv.op->name, dim3(blocks), &layer_norm_backward_packed<T, P, decltype(v)::value>, a.dy,
+                     a.x, a.gamma, a.mean, a.stdev, a.dx, partial.as<A>(), s.lines.outer, r);
+      });
+      cuda::launch(cuda::stream_of(ec), inv.op->name, dim3((r.M + 31) / 32), &layer_norm_param_sums<A, P>,
+                   partial.as<A>(), static_cast<int>(blocks), r.M, a.dgamma, a.dbeta);
+      return;
+    }
     if (s.lines.inner == 1) {
       cuda::launch(ec, inv.op->name, s.lines.outer * 32, &norm_backward_rows<T, P>, a.dy, a.x, a.gamma, a.mean, a.stdev,
                    a.dx, s);

@@ -248,6 +248,75 @@ BOOST_AUTO_TEST_CASE(half_precision_data_keeps_float32_statistics) {
   });
 }
 
+// LayerNorm on the last axis at the widths and row counts a Transformer has (the GPUs' row
+// kernels hold a row in registers, over 32 to 256 threads, and sum the parameter gradients in two
+// stages over blocks of rows): y, dx, dgamma and dbeta against the float64 definition of the data
+// as the op sees it (rounded to its dtype). Widths that are no whole 16-byte packs (13, 1001) and
+// one too wide for the registers (20,000 float32) take the general kernels.
+BOOST_AUTO_TEST_CASE(last_axis_rows_of_many_widths_match_a_float64_reference) {
+  const double eps = 1e-5;
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes{{37, 768}, {3, 8192}, {300, 96},  {5, 1000},
+                                                                   {4, 13},   {1200, 64}, {2, 1001}, {1, 20000}};
+  ndg_test::for_each_context([&](mx::Context ctx) {
+    for (const auto& [rows, M] : shapes) {
+      for (DType dt : {DType::float32, DType::bfloat16, DType::float16}) {
+        if (M == 20000 && dt != DType::float32) continue;
+        const DType param_dt = dt == DType::float32 ? dt : DType::float32;
+        const auto n = static_cast<std::size_t>(rows * M);
+        const unsigned seed = static_cast<unsigned>(rows + M);
+        nd::NDArray x = from(ndg_test::uniform_values(n, seed), {rows, M}, ctx, dt);
+        nd::NDArray dy = from(ndg_test::uniform_values(n, seed + 1), {rows, M}, ctx, dt);
+        Values g0 = ndg_test::uniform_values(static_cast<std::size_t>(M), seed + 2);
+        for (double& v : g0) v += 1.5;
+        nd::NDArray g = from(g0, {M}, ctx, param_dt);
+        nd::NDArray b = from(ndg_test::uniform_values(static_cast<std::size_t>(M), seed + 3), {M}, ctx, param_dt);
+        const Values xs = ndg_test::values(x), dys = ndg_test::values(dy), gs = ndg_test::values(g),
+                     bs = ndg_test::values(b);
+        Values y_want(n), dx_want(n), dg_want(static_cast<std::size_t>(M)), db_want(static_cast<std::size_t>(M));
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const std::size_t at = static_cast<std::size_t>(r * M);
+          double sum = 0, squares = 0;
+          for (std::int64_t k = 0; k < M; ++k) sum += xs[at + k];
+          const double mean = sum / static_cast<double>(M);
+          for (std::int64_t k = 0; k < M; ++k) squares += (xs[at + k] - mean) * (xs[at + k] - mean);
+          const double rstd = 1 / std::sqrt(squares / static_cast<double>(M) + eps);
+          double sum_a = 0, sum_a_xhat = 0;
+          for (std::int64_t k = 0; k < M; ++k) {
+            const double xhat = (xs[at + k] - mean) * rstd, a = dys[at + k] * gs[k];
+            y_want[at + k] = xhat * gs[k] + bs[k];
+            sum_a += a;
+            sum_a_xhat += a * xhat;
+            dg_want[k] += dys[at + k] * xhat;
+            db_want[k] += dys[at + k];
+          }
+          for (std::int64_t k = 0; k < M; ++k) {
+            const double xhat = (xs[at + k] - mean) * rstd, a = dys[at + k] * gs[k];
+            dx_want[at + k] = (a - sum_a / M - xhat * sum_a_xhat / M) * rstd;
+          }
+        }
+        BOOST_TEST_CONTEXT("(" << rows << ", " << M << ") " << dt) {
+          x.attach_grad();
+          g.attach_grad();
+          b.attach_grad();
+          nd::NDArray y;
+          {
+            auto recording = ag::record();
+            y = nd::LayerNorm(x, g, b, {.eps = eps});
+          }
+          y.backward(dy);
+          const double tol = dt == DType::float32 ? 2e-5 : dt == DType::float16 ? 2e-3 : 1.6e-2;
+          check_close(y, y_want, tol, tol);
+          check_close(x.grad(), dx_want, tol, 4 * tol);
+          // The parameter sums run over `rows` terms, in float32.
+          const double sum_tol = (dt == DType::float32 ? 2e-5 : 1e-4) * std::sqrt(static_cast<double>(rows));
+          check_close(g.grad(), dg_want, sum_tol, sum_tol);
+          check_close(b.grad(), db_want, sum_tol, sum_tol);
+        }
+      }
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(instance_norm_is_group_norm_with_a_group_per_channel) {
   ndg_test::for_each_context([](mx::Context ctx) {
     const nd::NDArray x = ndg_test::random_array({2, 4, 3, 5}, ctx, 51);
