@@ -230,7 +230,7 @@ BOOST_AUTO_TEST_CASE(multi_sgd_errors_change_nothing) {
 }
 
 // 300 weights (a GPU launch holds 256, so the list takes two), sizes from 0 to beyond two of the
-// kernel's chunks: the fused rules sgd and adam (ndarray/ops/update_rules.hpp, through
+// GPU kernel's chunks: the fused rules sgd and adam (ndarray/ops/update_rules.hpp, through
 // _multi_update) equal sgd_mom_update, sgd_update and adam_update, bit for bit.
 BOOST_AUTO_TEST_CASE(fused_sgd_and_adam_rules_equal_the_single_ops) {
   const Hyper h{0.05, 0.5, 1.0};
@@ -246,7 +246,11 @@ BOOST_AUTO_TEST_CASE(fused_sgd_and_adam_rules_equal_the_single_ops) {
             std::vector<std::vector<nd::NDArray>> states, single_s;
             std::vector<mx::op::TensorScalars> scalars;
             for (std::size_t i = 0; i < 300; ++i) {
-              const std::int64_t n = i % 50 == 7 ? 0 : static_cast<std::int64_t>(1 + (i * 2654435761u) % 9000);
+              // Most weights small, every 25th beyond two GPU chunks (8,192 elements).
+              const std::uint64_t hash = i * 2654435761u;
+              const std::int64_t n = i % 50 == 7    ? 0
+                                     : i % 25 == 11 ? static_cast<std::int64_t>(8193 + hash % 800)
+                                                    : static_cast<std::int64_t>(1 + hash % 300);
               const auto make = [&](unsigned seed, double scale) {
                 Values v = ndg_test::uniform_values(static_cast<std::size_t>(n), seed);
                 for (double& x : v) x = scale * (x + 1) / 2;  // variances must not be negative
