@@ -1,4 +1,5 @@
 #include "context/context.hpp"
+#include "context/fast_tls.hpp"
 
 #include <ostream>
 
@@ -11,7 +12,7 @@ std::string Context::str() const {
 std::ostream& operator<<(std::ostream& os, Context ctx) { return os << ctx.str(); }
 
 namespace {
-thread_local Context current = cpu(0);
+NDG_FAST_TLS thread_local Context current = cpu(0);
 }
 
 Context current_context() { return current; }

@@ -96,6 +96,8 @@ class GpuBackend final : public Backend {
     const int id = ctx.device_id();
     Device& dev = cuda::device(id);
     dev.set_last_op(op);
+    previous_device = -1;
+    if (dev.is_current()) return {ctx, dev.stream(), dev.multiprocessors()};
     NDG_CUDA_CHECK(cudaGetDevice(&previous_device));
     if (previous_device == id) {
       previous_device = -1;

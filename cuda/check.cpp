@@ -41,9 +41,11 @@ void check(cudnnStatus_t status, const char* call) {
 }
 #endif
 
-void check_launch(const char* op) {
-  const cudaError_t status = cudaGetLastError();
+void check_launch(const char* op) { check_launch(op, cudaGetLastError()); }
+
+void check_launch(const char* op, cudaError_t status) {
   if (status != cudaSuccess) {
+    cudaGetLastError();  // the runtime keeps the failure as its last error too: cleared, it is thrown
     throw DeviceError(std::string("kernel launch for '") + op + "' failed" + device_suffix() + ": " +
                       cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
   }

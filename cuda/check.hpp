@@ -19,6 +19,8 @@ void check(cudnnStatus_t status, const char* call);
 
 // After a kernel launch: reports a bad launch configuration at once, naming the op.
 void check_launch(const char* op);
+// The same for a launch's own status (cudaLaunchKernel's).
+void check_launch(const char* op, cudaError_t status);
 
 }  // namespace mx::cuda
 

@@ -32,6 +32,7 @@ Device::Device(int id) : id_(id) {
   int major = 0;
   NDG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, id));
   dependent_launch_ = major >= 9 && kernels_wait_on_dependencies();
+  context_ = current_context();  // the primary context, current since the first call above
 }
 
 cublasHandle_t Device::cublas() {
@@ -140,6 +141,8 @@ Devices& devices() {
 
 Device& device(int id) {
   Devices& all = devices();
+  // Made already (every op after the device's first): one acquire load, no call_once.
+  if (Device* made = all.states[static_cast<std::size_t>(id)].load(std::memory_order_acquire)) return *made;
   std::call_once(all.once[static_cast<std::size_t>(id)], [&] {
     DeviceGuard guard(id);
     all.states[static_cast<std::size_t>(id)] = new Device(id);

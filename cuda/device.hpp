@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cuda/curand_stream.hpp"
+#include "cuda/driver.hpp"
 
 namespace mx::cuda {
 
@@ -53,6 +54,9 @@ class Device {
   void cancel_deferred_join() { join_deferred_.store(false, std::memory_order_release); }
   cudaMemPool_t pool() const { return pool_; }
   int multiprocessors() const { return multiprocessors_; }
+  // Whether the calling thread has this device current (its primary context): what an op asks
+  // before its launches, without cudaGetDevice's cost (cuda/driver.hpp).
+  bool is_current() const { return context_ != nullptr && current_context() == context_; }
   // Programmatic dependent launch (compute capability 9.0 or newer): a kernel launched with
   // cudaLaunchAttributeProgrammaticStreamSerialization may start before the kernel ahead of it
   // ends, and waits for it (griddepcontrol.wait) before reading what that kernel writes.
@@ -78,6 +82,7 @@ class Device {
 
   int id_;
   cudaStream_t stream_ = nullptr;
+  CUcontext context_ = nullptr;  // the device's primary context
   cudaStream_t copy_stream_ = nullptr;
   cudaStream_t comm_stream_ = nullptr;
   cudaEvent_t comm_done_ = nullptr;

@@ -9,6 +9,7 @@
 #include "context/device.hpp"
 #include "cuda/device.hpp"
 #include "cuda/device_guard.hpp"
+#include "context/fast_tls.hpp"
 
 namespace mx::cuda {
 namespace {
@@ -93,7 +94,7 @@ void* pool_allocate(int id, std::size_t bytes, bool for_copy = false) {
   return ptr;
 }
 
-thread_local CaptureMemory* capture_memory = nullptr;
+NDG_FAST_TLS thread_local CaptureMemory* capture_memory = nullptr;
 
 }  // namespace
 

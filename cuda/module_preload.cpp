@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cuda/device_guard.hpp"
+#include "cuda/driver.hpp"
 
 namespace mx::cuda {
 namespace {
@@ -17,19 +18,6 @@ namespace {
 std::vector<const void*>& anchors() {
   static std::vector<const void*> kernels;  // filled by static initialisers, before main
   return kernels;
-}
-
-// The driver's `name` (CUDA 12.4's signature), or nullptr where the driver lacks it.
-template <class F>
-F driver_function(const char* name) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(name, &fn, 12040, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess) {
-    cudaGetLastError();
-    return nullptr;
-  }
-  return reinterpret_cast<F>(fn);
 }
 
 struct Driver {

@@ -97,13 +97,14 @@ struct BinaryLaunch {
     const T *a = in<T>(inv, 0), *b = in<T>(inv, 1);
     T* y = out<T>(inv, 0);
     const std::int64_t n = inv.outputs[0].size();
-    const BroadcastIndex index = binary_index(inv);
-    if (index.contiguous()) {
+    // Equal shapes (the common case) need no index: one contiguous run.
+    if (inv.inputs[0].shape() == inv.inputs[1].shape() || binary_index(inv).contiguous()) {
       const bool packed = cuda::aligned16(y) && cuda::aligned16(a) && cuda::aligned16(b);
       cuda::launch(ec, inv.op->name, n == 0 ? 0 : packed ? n / Pack<T>::size + 1 : n, &zip_elements<T, BinaryForward<op>>, y, a, b,
                    n, packed, BinaryForward<op>{});
     } else {
-      cuda::launch(ec, inv.op->name, n, &zip_broadcast<T, BinaryForward<op>>, y, a, b, index, n, BinaryForward<op>{});
+      cuda::launch(ec, inv.op->name, n, &zip_broadcast<T, BinaryForward<op>>, y, a, b, binary_index(inv), n,
+                   BinaryForward<op>{});
     }
   }
 };

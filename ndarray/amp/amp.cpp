@@ -4,11 +4,12 @@
 
 #include "ndarray/ops/manipulation.hpp"
 #include "ndarray/ops/op.hpp"
+#include "context/fast_tls.hpp"
 
 namespace mx::amp {
 namespace {
 
-thread_local std::optional<DType> current;
+NDG_FAST_TLS thread_local std::optional<DType> current;
 
 const std::vector<const char*> kLowPrecision = {"FullyConnected",
                                                 "Convolution",
@@ -50,8 +51,8 @@ std::optional<DType> autocast_dtype() { return current; }
 
 CastPolicy cast_policy(const op::OpDef& op) {
   // The op's own answer is cached in the definition's address: the lists are searched once per op.
-  thread_local const op::OpDef* last = nullptr;
-  thread_local CastPolicy last_policy = CastPolicy::keep;
+  NDG_FAST_TLS thread_local const op::OpDef* last = nullptr;
+  NDG_FAST_TLS thread_local CastPolicy last_policy = CastPolicy::keep;
   if (&op == last) return last_policy;
   CastPolicy policy = CastPolicy::keep;
   if (listed(kLowPrecision, op.name)) policy = CastPolicy::low_precision;

@@ -15,11 +15,12 @@
 #include "ndarray/ops/elementwise.hpp"
 #include "ndarray/ops/op.hpp"
 #include "ndarray/profiler/profiler.hpp"
+#include "context/fast_tls.hpp"
 
 namespace mx::autograd {
 namespace {
-thread_local bool recording = false;
-thread_local bool training = false;
+NDG_FAST_TLS thread_local bool recording = false;
+NDG_FAST_TLS thread_local bool training = false;
 }  // namespace
 
 Scope::Scope(bool record, bool train) : previous_recording_(recording), previous_training_(training) {

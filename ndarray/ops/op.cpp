@@ -13,6 +13,7 @@
 #include "ndarray/core/describe.hpp"
 #include "ndarray/graph/trace.hpp"
 #include "ndarray/profiler/profiler.hpp"
+#include "context/fast_tls.hpp"
 
 namespace mx::op {
 namespace {
@@ -304,7 +305,7 @@ namespace {
 // Inference's output list, reused by every invocation of the thread (no allocation per op). Only
 // used between inference and the outputs' allocation, before any kernel or nested invocation runs.
 std::vector<OutputSpec>& inferred(const Invocation& inv) {
-  thread_local std::vector<OutputSpec> specs;
+  NDG_FAST_TLS thread_local std::vector<OutputSpec> specs;
   specs.clear();
   inv.op->infer(inv, specs);
   return specs;
@@ -332,7 +333,7 @@ struct SpareVectorsState {
   SpareVectors* vectors = nullptr;
   bool gone = false;
 };
-thread_local SpareVectorsState spare_vectors;
+NDG_FAST_TLS thread_local SpareVectorsState spare_vectors;
 
 struct SpareVectorsOwner {
   ~SpareVectorsOwner() {
@@ -373,14 +374,14 @@ void give_vector(std::vector<nd::NDArray>&& v) {
 
 namespace {
 
-thread_local const Invocation* targets_inv = nullptr;
+NDG_FAST_TLS thread_local const Invocation* targets_inv = nullptr;
 thread_local std::vector<nd::NDArray> targets;
 thread_local std::function<void(std::size_t)> targets_written;
 thread_local std::vector<char> targets_early;
 thread_local std::vector<nd::NDArray> reuse_offer;  // empty: no offer
 // Whether reuse_offer may hold an offer: a plain bool, read by every invoke at the cost of one
 // thread-local lookup, where reuse_offer's own (a vector) costs its initialisation check too.
-thread_local bool reuse_offered = false;
+NDG_FAST_TLS thread_local bool reuse_offered = false;
 
 // The array OutputReuse offers, taken (so that nested invocations, such as autocast's casts, and
 // later ones do not see it).
@@ -518,7 +519,7 @@ void invoke_into(const OpDef& op, std::vector<nd::NDArray> inputs, std::vector<n
 }
 
 namespace {
-thread_local TraceSink* active_sink = nullptr;
+NDG_FAST_TLS thread_local TraceSink* active_sink = nullptr;
 }  // namespace
 
 TraceSink* trace_sink() { return active_sink; }
