@@ -25,6 +25,7 @@
 #include "bench/bench_util.hpp"
 #include "bench/cuda_check.hpp"
 #include "bench/peer_cli.hpp"
+#include "ndarray/ops/op.hpp"
 
 namespace nd = mx::nd;
 namespace nlp = mx::gluon::nlp;
@@ -99,6 +100,23 @@ double layer_norm_seconds(std::int64_t rows, std::int64_t cols) {
   }, nd_sync, 20);
 }
 
+// The same forward and backward as the LayerNorm op and its backward op run directly, outside
+// autograd: what the kernels alone cost, so that the recorded row's gap to it is autograd's.
+double layer_norm_kernels_seconds(std::int64_t rows, std::int64_t cols) {
+  const mx::Context gpu = mx::gpu(0);
+  const nd::NDArray x = nd::random::uniform(-1, 1, {rows, cols}, gpu, mx::DType::bfloat16);
+  const nd::NDArray g = nd::random::uniform(-1, 1, {rows, cols}, gpu, mx::DType::bfloat16);
+  const nd::NDArray gamma = nd::ones({cols}, gpu, mx::DType::bfloat16), beta = nd::zeros({cols}, gpu, mx::DType::bfloat16);
+  mx::op::AttrPairs attrs;
+  const mx::op::OpDef* forward = mx::op::find_op("LayerNorm", attrs);
+  const mx::op::OpDef* backward = mx::op::find_op("_backward_LayerNorm", attrs);
+  const mx::op::Params params = forward->parse_attrs(attrs);
+  return bench::median_seconds([&] {
+    const std::vector<nd::NDArray> out = mx::op::invoke(*forward, {x, gamma, beta}, params);
+    mx::op::invoke(*backward, {g, x, gamma, out[1], out[2]}, params);
+  }, nd_sync, 20);
+}
+
 // Seconds per training step of BERT-base's encoder on (T, B, 768) inputs, loss mean(y²).
 double bert_encoder_seconds(std::int64_t T, std::int64_t B) {
   const mx::Context gpu = mx::gpu(0);
@@ -161,6 +179,12 @@ int main(int argc, char** argv) {
     r.raw = copy_gbs;
     r.target = 0.85;
     rows.push_back(r);
+    bench::Row k = row("LayerNorm fwd+bwd ops alone, no autograd, bf16, " + std::to_string(rows_n) + " x " +
+                           std::to_string(cols) + " (raw: the copy bandwidth)",
+                       "", "GB/s", bytes, 1e9, 0);
+    k.ndgluon = k.from_seconds(layer_norm_kernels_seconds(rows_n, cols));
+    k.raw = copy_gbs;
+    rows.push_back(k);
   }
   const double tokens = 128.0 * 32.0;
   const double bert = bert_encoder_seconds(128, 32);
