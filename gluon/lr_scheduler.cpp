@@ -6,17 +6,11 @@
 #include <numbers>
 
 #include "context/error.hpp"
+#include "ndarray/core/describe.hpp"
 
 namespace mx::lr_scheduler {
 
 namespace {
-
-// The shortest text that reads back as value: "-1", "0.1", "nan", "inf".
-std::string number(double value) {
-  char text[32];
-  const auto result = std::to_chars(text, text + sizeof(text), value);
-  return std::string(text, result.ptr);
-}
 
 // "[10, 10, 20]"
 std::string list(const std::vector<std::int64_t>& values) {
@@ -29,7 +23,7 @@ std::string list(const std::vector<std::int64_t>& values) {
 void check_factor(const char* type, double factor) {
   if (!(factor >= 0 && factor <= 1)) {
     throw ValueError(std::string(type) + ": Factor must be no more than 1 to make lr reduce (and >= 0), got factor " +
-                     number(factor));
+                     nd::shortest_text(factor));
   }
 }
 
@@ -56,7 +50,7 @@ LRScheduler::LRScheduler(double base_lr, std::int64_t warmup_steps, double warmu
   check_rate("warmup_begin_lr", warmup_begin_lr);
   if (warmup_begin_lr > base_lr) {
     throw ValueError(std::string(type_) + ": Base lr has to be higher than warmup_begin_lr, but base_lr is " +
-                     number(base_lr) + " and warmup_begin_lr " + number(warmup_begin_lr));
+                     nd::shortest_text(base_lr) + " and warmup_begin_lr " + nd::shortest_text(warmup_begin_lr));
   }
   if (warmup_steps < 0) {
     throw ValueError(std::string(type_) + ": Warmup steps has to be positive or 0, got warmup_steps " +
@@ -70,7 +64,7 @@ LRScheduler::LRScheduler(double base_lr, std::int64_t warmup_steps, double warmu
 
 void LRScheduler::check_rate(const char* what, double value) const {
   if (!(std::isfinite(value) && value >= 0)) {
-    throw ValueError(std::string(type_) + ": " + what + " must be a finite number >= 0, got " + number(value));
+    throw ValueError(std::string(type_) + ": " + what + " must be a finite number >= 0, got " + nd::shortest_text(value));
   }
 }
 

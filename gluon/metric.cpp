@@ -13,13 +13,6 @@ namespace mx::metric {
 
 namespace {
 
-// The shortest text that reads back as value: "-1", "1e-12", "nan".
-std::string number(double value) {
-  char text[32];
-  const auto result = std::to_chars(text, text + sizeof(text), value);
-  return std::string(text, result.ptr);
-}
-
 // The number of predictions in preds: B for scores (B, C), its size for class ids shaped like the
 // labels (or 1-D); else an mx::ShapeError.
 std::int64_t prediction_count(const nd::NDArray& labels, const nd::NDArray& preds, bool scores) {
@@ -164,7 +157,7 @@ EvalMetric::Measure TopKAccuracy::evaluate(const nd::NDArray& labels, const nd::
 
 CrossEntropy::CrossEntropy(double eps, const std::string& name) : EvalMetric("CrossEntropy", name), eps_(eps) {
   if (!(std::isfinite(eps) && eps >= 0)) {
-    throw ValueError("CrossEntropy: eps must be a finite number >= 0, got " + number(eps));
+    throw ValueError("CrossEntropy: eps must be a finite number >= 0, got " + nd::shortest_text(eps));
   }
 }
 

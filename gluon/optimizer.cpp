@@ -29,17 +29,10 @@ void read_params(const char* optimizer, const HyperParams& params, const std::ma
   }
 }
 
-// The shortest text that reads back as value: "-1", "0.1", "nan", "inf".
-std::string number(double value) {
-  char text[32];
-  const auto result = std::to_chars(text, text + sizeof(text), value);
-  return std::string(text, result.ptr);
-}
-
 // Throws unless value is finite and >= 0. `label` names it as PyTorch does ("learning rate").
 void check_non_negative(const char* optimizer, const char* label, const char* name, double value) {
   if (!(std::isfinite(value) && value >= 0)) {
-    throw ValueError(std::string(optimizer) + ": Invalid " + label + ": " + number(value) + " (" + name +
+    throw ValueError(std::string(optimizer) + ": Invalid " + label + ": " + nd::shortest_text(value) + " (" + name +
                      " must be a finite number >= 0)");
   }
 }
@@ -47,7 +40,7 @@ void check_non_negative(const char* optimizer, const char* label, const char* na
 // Throws unless 0 <= value < 1.
 void check_fraction(const char* optimizer, const char* name, double value) {
   if (!(value >= 0 && value < 1)) {
-    throw ValueError(std::string(optimizer) + ": Invalid " + name + " value: " + number(value) + " (" + name +
+    throw ValueError(std::string(optimizer) + ": Invalid " + name + " value: " + nd::shortest_text(value) + " (" + name +
                      " must be in [0, 1))");
   }
 }
@@ -58,12 +51,12 @@ void Optimizer::check_common_params() const {
   check_non_negative(name_, "learning rate", "learning_rate", lr_);
   check_non_negative(name_, "weight decay", "wd", wd_);
   if (std::isnan(clip_)) {
-    throw ValueError(std::string(name_) + ": Invalid clip_gradient value: " + number(clip_) +
+    throw ValueError(std::string(name_) + ": Invalid clip_gradient value: " + nd::shortest_text(clip_) +
                      " (a positive clip_gradient clips gradients to [-clip_gradient, clip_gradient]; zero or a "
                      "negative one turns clipping off)");
   }
   if (!std::isfinite(rescale_)) {
-    throw ValueError(std::string(name_) + ": Invalid rescale_grad value: " + number(rescale_) +
+    throw ValueError(std::string(name_) + ": Invalid rescale_grad value: " + nd::shortest_text(rescale_) +
                      " (rescale_grad must be a finite number)");
   }
 }

@@ -11,17 +11,11 @@
 #include "ndarray/dist/dist.hpp"
 #include "ndarray/ops/optimizer.hpp"
 #include "ndarray/profiler/profiler.hpp"
+#include "ndarray/core/describe.hpp"
 
 namespace mx::gluon {
 
 namespace {
-
-// The shortest text that reads back as value: "-1", "0.1", "nan".
-std::string number(double value) {
-  char text[32];
-  const auto result = std::to_chars(text, text + sizeof(text), value);
-  return std::string(text, result.ptr);
-}
 
 nd::ReduceAlgo algo_for_kvstore(const std::string& kvstore) {
   if (kvstore == "device") return nd::ReduceAlgo::automatic;
@@ -87,7 +81,7 @@ std::size_t bucket_cap_bytes(const HyperParams& params) {
   if (it == params.end()) return kDefaultBucketBytes;
   if (!(std::isfinite(it->second) && it->second >= 0 && it->second <= 1e6)) {
     throw ValueError("Trainer: bucket_cap_mb must be a number of MiB from 0 (no buckets) to 1e6, got " +
-                     number(it->second));
+                     nd::shortest_text(it->second));
   }
   return static_cast<std::size_t>(it->second * (1 << 20));
 }
@@ -169,8 +163,8 @@ double Trainer::learning_rate() const {
 void Trainer::set_learning_rate(double lr) {
   if (lr_scheduler_) {
     throw ValueError("Trainer::set_learning_rate: the learning rate follows the lr_scheduler given to this Trainer "
-                     "(now " + number(learning_rate()) + " at num_update " + std::to_string(num_update_) +
-                     "), so it cannot be set to " + number(lr) +
+                     "(now " + nd::shortest_text(learning_rate()) + " at num_update " + std::to_string(num_update_) +
+                     "), so it cannot be set to " + nd::shortest_text(lr) +
                      "; set_learning_rate can change the rate only of a Trainer without a scheduler");
   }
   optimizer_->set_learning_rate(lr);
@@ -282,7 +276,7 @@ void Trainer::apply_updates(const char* op, std::int64_t batch_size, double loss
   if (lr_scheduler_) {
     const double lr = (*lr_scheduler_)(num_update);
     if (!(std::isfinite(lr) && lr >= 0)) {
-      throw ValueError(std::string(op) + ": the lr_scheduler gave learning rate " + number(lr) +
+      throw ValueError(std::string(op) + ": the lr_scheduler gave learning rate " + nd::shortest_text(lr) +
                        " for num_update " + std::to_string(num_update) +
                        "; a learning rate must be a finite number >= 0");
     }

@@ -42,13 +42,6 @@ constexpr const char* kParamsPrefix = "params.";
 constexpr const char* kScalarPrefix = "optimizer_scalar.";  // float64: Optimizer::scalars() by name
 constexpr const char* kOp = "Trainer::load_states";
 
-// The shortest text that reads back as value.
-std::string number(double value) {
-  char text[32];
-  const auto result = std::to_chars(text, text + sizeof(text), value);
-  return std::string(text, result.ptr);
-}
-
 nd::NDArray int64_array(const std::vector<std::int64_t>& values) {
   return nd::array(values, {static_cast<std::int64_t>(values.size())}, cpu(), DType::int64);
 }
@@ -129,7 +122,7 @@ class Reader {
     file.num_update = count(kNumUpdateKey, int64s(kNumUpdateKey, required(kNumUpdateKey), 1)[0]);
     file.learning_rate = float64(kLearningRateKey, required(kLearningRateKey));
     if (!(std::isfinite(file.learning_rate) && file.learning_rate >= 0)) {
-      fail("holds learning rate " + number(file.learning_rate) + ", not a finite number >= 0");
+      fail("holds learning rate " + nd::shortest_text(file.learning_rate) + ", not a finite number >= 0");
     }
     if (entries.count(kSchedulerKey)) {
       file.scheduler = text(kSchedulerKey, required(kSchedulerKey));
@@ -360,7 +353,7 @@ void Trainer::load_states_frombuffer(std::string_view bytes, const std::string& 
                                            "(amp::init_trainer)"));
   }
   if (loss_scaler_ && !(std::isfinite(*file.scale) && *file.scale > 0)) {
-    reader.fail("holds loss scale " + number(*file.scale) + ", not a positive finite number");
+    reader.fail("holds loss scale " + nd::shortest_text(*file.scale) + ", not a positive finite number");
   }
   // The same parameters, in the same places.
   std::vector<std::pair<std::string, Parameter>> params(params_.begin(), params_.end());

@@ -1,6 +1,16 @@
 #include "ndarray/core/checks.hpp"
 
+#include <charconv>
+
+#include "ndarray/core/describe.hpp"
+
 namespace mx::nd {
+
+std::string shortest_text(double value) {
+  char text[32];
+  const auto result = std::to_chars(text, text + sizeof(text), value);
+  return std::string(text, result.ptr);
+}
 
 std::string describe(const NDArray& x) {
   if (x.is_none()) return "(none)";

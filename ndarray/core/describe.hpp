@@ -9,6 +9,10 @@
 
 namespace mx::nd {
 
+// The shortest text that reads back as value: "-1", "0.1", "1e-12", "nan", "inf" (for messages and
+// attributes).
+std::string shortest_text(double value);
+
 // "(2, 3) float32 @gpu(0)"; "(none)" for a default-constructed array.
 std::string describe(const NDArray& x);
 

@@ -290,7 +290,7 @@ const OpDef& forward_def() {
   return def;
 }
 
-[[maybe_unused]] const bool family_registered =
+[[maybe_unused]] const bool attention_family_registered =
     (forward_def<Kind::selfatt_qk>(), forward_def<Kind::selfatt_valatt>(), forward_def<Kind::encdec_qk>(),
      forward_def<Kind::encdec_valatt>(), backward_def<Kind::selfatt_qk>(), backward_def<Kind::selfatt_valatt>(),
      backward_def<Kind::encdec_qk>(), backward_def<Kind::encdec_valatt>(), true);

@@ -330,7 +330,7 @@ const OpDef& sync_batch_norm_op() {
   return reg;
 }
 
-[[maybe_unused]] const bool family_registered = (batch_norm_op(), backward_op(), sync_batch_norm_op(), sync_backward_op(), true);
+[[maybe_unused]] const bool batch_norm_family_registered = (batch_norm_op(), backward_op(), sync_batch_norm_op(), sync_backward_op(), true);
 
 }  // namespace
 }  // namespace mx::op

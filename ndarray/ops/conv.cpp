@@ -610,7 +610,7 @@ const OpDef& deconvolution_op() {
   return reg;
 }
 
-[[maybe_unused]] const bool family_registered =
+[[maybe_unused]] const bool conv_family_registered =
     (convolution_op(), backward_data_op(), backward_weight_op(), backward_bias_op(), deconvolution_op(), true);
 
 }  // namespace

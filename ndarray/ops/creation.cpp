@@ -125,7 +125,7 @@ Params arange_parse(const AttrList& attrs) {
   return p;
 }
 
-[[maybe_unused]] const bool family_registered = (full_op(), arange_op(), copy_op(), true);
+[[maybe_unused]] const bool creation_family_registered = (full_op(), arange_op(), copy_op(), true);
 
 }  // namespace
 

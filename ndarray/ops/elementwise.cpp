@@ -286,7 +286,7 @@ const std::array<OpDef, kBinary>& scalar_backward_defs() {
 const OpDef& binary_backward_op(BinaryOp op) { return binary_backward_defs()[static_cast<std::size_t>(op)]; }
 
 // Every op of the family is in the registry from the start (find_op, graph import).
-[[maybe_unused]] const bool family_registered = (unary_defs(), unary_backward_defs(), binary_defs(),
+[[maybe_unused]] const bool elementwise_family_registered = (unary_defs(), unary_backward_defs(), binary_defs(),
                                                  binary_backward_defs(), scalar_defs(), scalar_backward_defs(), true);
 
 }  // namespace

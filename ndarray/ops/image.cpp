@@ -130,7 +130,7 @@ const OpDef& resize_op() {
   return reg;
 }
 
-[[maybe_unused]] const bool family_registered = (resize_op(), backward_op(), true);
+[[maybe_unused]] const bool image_family_registered = (resize_op(), backward_op(), true);
 
 }  // namespace
 

@@ -307,7 +307,7 @@ const OpDef& adjust_colors_op() {
   return reg;
 }
 
-[[maybe_unused]] const bool family_registered =
+[[maybe_unused]] const bool image_augment_family_registered =
     (to_tensor_op(), normalize_op(), crop_resize_op(), adjust_colors_op(), true);
 
 }  // namespace

@@ -513,7 +513,7 @@ const OpDef& sequence_reverse_def() {
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
-[[maybe_unused]] const bool family_registered =
+[[maybe_unused]] const bool indexing_family_registered =
     (take_def(), take_backward_def(), embedding_def(), where_def(), where_backward_def(), clip_def(),
      clip_backward_def(), sequence_mask_def(), sequence_last_def(), sequence_last_backward_def(),
      sequence_reverse_def(), true);

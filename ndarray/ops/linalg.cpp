@@ -285,7 +285,7 @@ const OpDef& dot_def() {
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
-[[maybe_unused]] const bool family_registered = (dot_def(), true);
+[[maybe_unused]] const bool linalg_family_registered = (dot_def(), true);
 
 // --- batch_dot ----------------------------------------------------------------------------------
 

@@ -331,7 +331,7 @@ const OpDef& pick_def() {
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
-[[maybe_unused]] const bool family_registered =
+[[maybe_unused]] const bool manipulation_family_registered =
     (concat_def(), slice_axis_def(), cast_def(), pick_def(), pick_backward_def(), true);
 
 }  // namespace

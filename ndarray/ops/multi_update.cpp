@@ -30,7 +30,7 @@ using nd::NDArray;
 
 std::size_t per_weight(const RuleParams& p) { return 2 + static_cast<std::size_t>(p.num_states + p.master); }
 
-void multi_update_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
+void fused_update_infer(const Invocation& inv, std::vector<OutputSpec>& out) {
   const char* op = inv.op->name;
   const RuleParams& p = inv.params.as<RuleParams>();
   const std::size_t n = static_cast<std::size_t>(p.num_weights), each = per_weight(p);
@@ -164,7 +164,7 @@ void multi_sum_sq_cpu(const ExecContext&, const Invocation& inv) {
 }  // namespace
 
 const OpDef& multi_update_op() {
-  static const OpDef def{"_multi_update", &multi_update_infer, &multi_update_cpu, NDG_GPU_KERNEL(gpu::multi_update),
+  static const OpDef def{"_multi_update", &fused_update_infer, &multi_update_cpu, NDG_GPU_KERNEL(gpu::multi_update),
                          nullptr};
   static const OpDef& reg = register_op(def);
   return reg;

@@ -381,7 +381,7 @@ const OpDef& block_grad_op() {
 }
 
 // In the registry from the start (find_op, graph import).
-[[maybe_unused]] const bool family_registered =
+[[maybe_unused]] const bool nn_family_registered =
     (fully_connected_op(), dropout_op(), leaky_relu_op(), leaky_relu_backward_op(), block_grad_op(), true);
 
 }  // namespace

@@ -175,7 +175,7 @@ const OpDef& norm_def() {
   return def;
 }
 
-[[maybe_unused]] const bool family_registered =
+[[maybe_unused]] const bool norm_family_registered =
     (norm_def<NormKind::layer>(), norm_def<NormKind::group>(), norm_def<NormKind::instance>(),
      backward_def<NormKind::layer>(), backward_def<NormKind::group>(), backward_def<NormKind::instance>(), true);
 

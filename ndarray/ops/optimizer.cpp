@@ -249,7 +249,7 @@ Params multi_sgd_parse(const Attrs& attrs) {
 }
 
 // Every op of the family is in the registry from the start (find_op, graph import).
-[[maybe_unused]] const bool family_registered =
+[[maybe_unused]] const bool optimizer_family_registered =
     (sgd_update_op(), sgd_mom_update_op(), adam_update_op(), multi_sgd_update_op(), multi_sgd_mom_update_op(),
      mp_sgd_update_op(), mp_sgd_mom_update_op(), mp_adam_update_op(), multi_mp_sgd_update_op(),
      multi_mp_sgd_mom_update_op(), multi_all_finite_op(), true);

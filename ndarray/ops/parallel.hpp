@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include <omp.h>
 
@@ -28,29 +30,54 @@ inline int threads_for(std::int64_t work) {
   return work < kParallelThreshold || nd::ops_single_threaded() ? 1 : cpu_team();
 }
 
+// Note [one loop body]
+// Each loop is compiled once, in a function of its own over a range of iterations [begin, end):
+// the inline path runs it over everything, each thread of the team over its static share. Were
+// the loop written out in both places (a plain loop and an `omp parallel for`), every op's body
+// would be optimised and vectorised twice: the CPU kernels' instantiations (ops x dtypes) are
+// most of the library's compile time.
+template <class Body>
+[[gnu::noinline]] void serial_range(std::int64_t begin, std::int64_t end, Body& body) {
+  for (std::int64_t i = begin; i < end; ++i) body(i);
+}
+template <class Body>
+[[gnu::noinline]] void simd_range(std::int64_t begin, std::int64_t end, Body& body) {
+#pragma omp simd
+  for (std::int64_t i = begin; i < end; ++i) body(i);
+}
+
+// Thread t's share of [0, n) among `threads`, contiguous and in order (OpenMP's static schedule).
+inline std::pair<std::int64_t, std::int64_t> static_share(std::int64_t n, int t, int threads) {
+  const std::int64_t q = n / threads, r = n % threads;
+  const std::int64_t begin = t * q + std::min<std::int64_t>(t, r);
+  return {begin, begin + q + (t < r ? 1 : 0)};
+}
+
+// range(begin, end, body) over [0, n), on threads_for(work) threads.
+template <class Body, class Range>
+void run_shares(std::int64_t n, Body& body, std::int64_t work, Range range) {
+  const int threads = threads_for(work);
+  if (threads == 1) {
+    range(0, n, body);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const auto [begin, end] = static_share(n, omp_get_thread_num(), omp_get_num_threads());
+    range(begin, end, body);
+  }
+}
+
 // body(i) for i in [0, n), split statically across threads_for(work) threads (work: default n).
 template <class Body>
 void parallel_for(std::int64_t n, Body&& body, std::int64_t work = -1) {
-  const int threads = threads_for(work < 0 ? n : work);
-  if (threads == 1) {
-    for (std::int64_t i = 0; i < n; ++i) body(i);
-    return;
-  }
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (std::int64_t i = 0; i < n; ++i) body(i);
+  run_shares(n, body, work < 0 ? n : work, &serial_range<std::remove_reference_t<Body>>);
 }
 
 // The same for bodies without dependencies between iterations, vectorised.
 template <class Body>
 void parallel_for_simd(std::int64_t n, Body&& body) {
-  const int threads = threads_for(n);
-  if (threads == 1) {
-#pragma omp simd
-    for (std::int64_t i = 0; i < n; ++i) body(i);
-    return;
-  }
-#pragma omp parallel for simd schedule(static) num_threads(threads)
-  for (std::int64_t i = 0; i < n; ++i) body(i);
+  run_shares(n, body, n, &simd_range<std::remove_reference_t<Body>>);
 }
 
 // memcpy over a few cores in 64 KiB chunks from kParallelCopyBytes on: one thread's memcpy moves a

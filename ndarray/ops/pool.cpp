@@ -164,7 +164,7 @@ const OpDef& pooling_op() {
   return reg;
 }
 
-[[maybe_unused]] const bool family_registered = (pooling_op(), backward_op(), true);
+[[maybe_unused]] const bool pool_family_registered = (pooling_op(), backward_op(), true);
 
 }  // namespace
 

@@ -112,7 +112,7 @@ const OpDef& normal_def() {
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
-[[maybe_unused]] const bool family_registered = (uniform_def(), normal_def(), true);
+[[maybe_unused]] const bool random_family_registered = (uniform_def(), normal_def(), true);
 
 }  // namespace
 }  // namespace mx::op

@@ -170,7 +170,7 @@ const std::array<OpDef, static_cast<std::size_t>(ReduceOp::count)> reduce_defs{
     NDG_REDUCE_OP(argmax, nullptr), NDG_REDUCE_OP(argmin, nullptr)};
 #undef NDG_REDUCE_OP
 
-[[maybe_unused]] const bool family_registered = [] {
+[[maybe_unused]] const bool reduce_family_registered = [] {
   for (const OpDef& def : reduce_defs) register_op(def);
   return true;
 }();

@@ -112,7 +112,7 @@ Params reshape_parse(const AttrList& attrs) {
   return p;
 }
 
-[[maybe_unused]] const bool family_registered = (reshape_op(), flatten_op(), broadcast_to_op(), true);
+[[maybe_unused]] const bool reshape_family_registered = (reshape_op(), flatten_op(), broadcast_to_op(), true);
 
 }  // namespace
 

@@ -667,7 +667,7 @@ const OpDef& rnn_op() {
   return reg;
 }
 
-[[maybe_unused]] const bool family_registered = (rnn_op(), backward_op(), true);
+[[maybe_unused]] const bool rnn_family_registered = (rnn_op(), backward_op(), true);
 
 }  // namespace
 }  // namespace mx::op

@@ -550,7 +550,7 @@ const OpDef& transpose_def() {
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
-[[maybe_unused]] const bool family_registered = (stack_def(), split_def(), squeeze_def(), expand_dims_def(), tile_def(),
+[[maybe_unused]] const bool shape_ops_family_registered = (stack_def(), split_def(), squeeze_def(), expand_dims_def(), tile_def(),
                                                  repeat_def(), reverse_def(), transpose_def(), true);
 
 std::vector<std::int64_t> widened(const std::vector<int>& axes) { return {axes.begin(), axes.end()}; }

@@ -317,7 +317,7 @@ const OpDef& softmax_output_def() {
   return def;
 }
 
-[[maybe_unused]] const bool family_registered =
+[[maybe_unused]] const bool softmax_family_registered =
     (softmax_def(), log_softmax_def(), softmax_backward_def(), log_softmax_backward_def(), softmax_output_def(),
      softmax_output_backward_def(), true);
 

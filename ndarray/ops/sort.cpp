@@ -240,7 +240,7 @@ const OpDef& sort_def() {
   [[maybe_unused]] static const OpDef& registered = register_op(def);
   return def;
 }
-[[maybe_unused]] const bool family_registered =
+[[maybe_unused]] const bool sort_family_registered =
     (sort_def<SortKind::topk>(), sort_def<SortKind::sort>(), sort_def<SortKind::argsort>(), sort_backward_def(), true);
 
 }  // namespace

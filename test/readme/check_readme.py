@@ -29,6 +29,7 @@ S skipped", appends "readme P F S" to $NDG_TEST_COUNTS when it is set (.ci/run s
 and exits 1 when a case failed.
 """
 import argparse
+import concurrent.futures
 import os
 import re
 import shlex
@@ -183,10 +184,10 @@ def run_logged(argv, cwd, env, log_path, timeout):
         return status, log.read(), time.monotonic() - started
 
 
-def report_failure(why, output):
-    print(f"  FAILED: {why}")
+def report_failure(why, output, out=print):
+    out(f"  FAILED: {why}")
     for line in output.splitlines()[-40:]:
-        print("  | " + line)
+        out("  | " + line)
 
 
 def tracked_files(source):
@@ -244,13 +245,15 @@ FILE_NAMED = re.compile(r"^// ([\w./-]+\.(?:cpp|hpp)):")
 
 
 def check_cpp(case, flags, link, scratch, index, timeout, source_root):
-    print(f"cpp block at README line {case.where}", flush=True)
+    """Compiles one block; returns whether it passed and the lines to print for it (the blocks
+    compile side by side, their reports are printed in the README's order)."""
+    lines = [f"cpp block at README line {case.where}"]
     named = FILE_NAMED.match(case.text)
     if named:
         with open(os.path.join(source_root, named.group(1))) as named_file:
             if named_file.read() != case.text:
-                report_failure(f"the block differs from {named.group(1)}, which it names", case.text)
-                return False
+                report_failure(f"the block differs from {named.group(1)}, which it names", case.text, lines.append)
+                return False, lines
     path = os.path.join(scratch, f"block-{index:02d}.cpp")
     with open(path, "w") as out:
         out.write(case.text)
@@ -260,10 +263,10 @@ def check_cpp(case, flags, link, scratch, index, timeout, source_root):
                                          scratch, None, path[:-4] + ".log", timeout)
     if status != 0:
         numbered = "\n".join(f"{n:4} {line}" for n, line in enumerate(case.text.splitlines(), 1))
-        report_failure(f"the compiler exited with {status}", numbered + "\n" + output)
-        return False
-    print(f"  ok ({seconds:.0f} s)", flush=True)
-    return True
+        report_failure(f"the compiler exited with {status}", numbered + "\n" + output, lines.append)
+        return False, lines
+    lines.append(f"  ok ({seconds:.0f} s)")
+    return True, lines
 
 
 def main():
@@ -311,24 +314,33 @@ def main():
             copy_tree(source, tree, scratch)
         else:
             tree = None
-        compile_mode = None
+        compiles = []  # the cpp blocks, compiled after the commands (which build what they link)
         for index, case in enumerate(cases):
             if case.skip:
                 print(f"SKIPPED: {case.text}    (README line {case.where}): {case.skip}")
                 skipped += 1
-                continue
-            if case.kind == "sh":
+            elif case.kind == "sh":
                 ok = check_sh(case, tree, env, logs, index, args.timeout)
+                passed += ok
+                failed += not ok
             else:
-                if compile_mode is None:
-                    compile_mode = compile_flags(source, tree)
-                    print(f"readme: the cpp blocks are {compile_mode[0]}", flush=True)
-                mode = compile_mode
-                if "BOOST_TEST_MODULE" in case.text:
-                    mode = compile_flags(source, tree, "ndgluon-testing")
-                ok = check_cpp(case, mode[1], mode[2], logs, index, args.timeout, source)
-            passed += ok
-            failed += not ok
+                compiles.append((index, case))
+        if compiles:
+            compile_mode = compile_flags(source, tree)
+            print(f"readme: the cpp blocks are {compile_mode[0]}", flush=True)
+            testing_mode = None
+            if any("BOOST_TEST_MODULE" in case.text for _, case in compiles):
+                testing_mode = compile_flags(source, tree, "ndgluon-testing")
+            # One compiler per core: the blocks are independent.
+            with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+                futures = [pool.submit(check_cpp, case, mode[1], mode[2], logs, index, args.timeout, source)
+                           for index, case in compiles
+                           for mode in [testing_mode if "BOOST_TEST_MODULE" in case.text else compile_mode]]
+                for future in futures:
+                    ok, lines = future.result()
+                    print("\n".join(lines), flush=True)
+                    passed += ok
+                    failed += not ok
     finally:
         if args.keep:
             print(f"readme: the scratch copy is kept in {scratch}")

@@ -16,6 +16,7 @@
 
 #include "context/error.hpp"
 #include "gluon/contrib/estimator/estimator.hpp"
+#include "ndarray/core/describe.hpp"
 
 namespace mx::gluon::contrib::estimator {
 
@@ -34,13 +35,6 @@ std::string fixed(double value, int digits) {
   char text[64];
   std::snprintf(text, sizeof(text), "%.*f", digits, value);
   return text;
-}
-
-// The shortest text that reads back as value.
-std::string number(double value) {
-  char text[32];
-  const auto result = std::to_chars(text, text + sizeof(text), value);
-  return std::string(text, result.ptr);
 }
 
 void check_period(const char* handler, const char* what, std::int64_t period) {
@@ -479,7 +473,7 @@ EarlyStoppingHandler::EarlyStoppingHandler(MetricPtr monitor, double min_delta, 
   }
   maximize_ = maximizes("EarlyStoppingHandler", mode, *monitor_);
   if (!(min_delta >= 0 && std::isfinite(min_delta))) {
-    throw ValueError("EarlyStoppingHandler: min_delta must be a finite number >= 0, got " + number(min_delta));
+    throw ValueError("EarlyStoppingHandler: min_delta must be a finite number >= 0, got " + nd::shortest_text(min_delta));
   }
   if (patience < 0) throw ValueError("EarlyStoppingHandler: patience must be >= 0, got " + std::to_string(patience));
 }

@@ -34,7 +34,7 @@ using ndg_test::values;
 
 namespace {
 
-const op::OpDef& def_of(const std::string& name) {
+const op::OpDef& op_named(const std::string& name) {
   const op::OpDef* def = op::find_op(name);
   BOOST_TEST_REQUIRE(def != nullptr, name << " is not registered");
   return *def;
@@ -414,8 +414,8 @@ BOOST_AUTO_TEST_CASE(mxnet_names_stand_for_ops_and_attributes_both_ways) {
   for (const auto& [ndgluon, mxnet] : plain) {
     BOOST_TEST_CONTEXT(ndgluon) {
       op::AttrPairs attrs;
-      BOOST_TEST(op::mxnet_name(def_of(ndgluon), attrs) == mxnet);
-      BOOST_TEST(op::find_op(mxnet, attrs) == &def_of(ndgluon));
+      BOOST_TEST(op::mxnet_name(op_named(ndgluon), attrs) == mxnet);
+      BOOST_TEST(op::find_op(mxnet, attrs) == &op_named(ndgluon));
       BOOST_TEST(attrs.empty());
     }
   }
@@ -424,9 +424,9 @@ BOOST_AUTO_TEST_CASE(mxnet_names_stand_for_ops_and_attributes_both_ways) {
            {"_subtract_scalar", "_rminus_scalar"}, {"_divide_scalar", "_rdiv_scalar"}, {"_power_scalar", "_rpower_scalar"}}) {
     BOOST_TEST_CONTEXT(ndgluon) {
       op::AttrPairs attrs{{"scalar", "2.0"}, {"reverse", "True"}};
-      BOOST_TEST(op::mxnet_name(def_of(ndgluon), attrs) == mxnet);
+      BOOST_TEST(op::mxnet_name(op_named(ndgluon), attrs) == mxnet);
       BOOST_TEST((attrs == op::AttrPairs{{"scalar", "2.0"}}));
-      BOOST_TEST(op::find_op(mxnet, attrs) == &def_of(ndgluon));
+      BOOST_TEST(op::find_op(mxnet, attrs) == &op_named(ndgluon));
       BOOST_TEST((attrs == op::AttrPairs{{"scalar", "2.0"}, {"reverse", "True"}}));
     }
   }
@@ -436,7 +436,7 @@ BOOST_AUTO_TEST_CASE(mxnet_names_stand_for_ops_and_attributes_both_ways) {
            {"stop_gradient", "BlockGrad"}, {"Softmax", "SoftmaxOutput"}, {"flatten", "Flatten"}}) {
     BOOST_TEST_CONTEXT(mxnet) {
       op::AttrPairs attrs;
-      BOOST_TEST(op::find_op(mxnet, attrs) == &def_of(ndgluon));
+      BOOST_TEST(op::find_op(mxnet, attrs) == &op_named(ndgluon));
     }
   }
   op::AttrPairs none;

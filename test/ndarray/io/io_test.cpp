@@ -26,28 +26,28 @@ using ndg_test::write_bytes;
 namespace {
 
 // A file built field by field, little-endian as the format is.
-class Bytes {
+class FileBytes {
  public:
   template <class T>
-  Bytes& put(T value) {
+  FileBytes& put(T value) {
     bytes_.append(reinterpret_cast<const char*>(&value), sizeof(T));
     return *this;
   }
-  Bytes& u32(std::uint32_t v) { return put(v); }
-  Bytes& i32(std::int32_t v) { return put(v); }
-  Bytes& u64(std::uint64_t v) { return put(v); }
-  Bytes& i64(std::int64_t v) { return put(v); }
-  Bytes& text(const std::string& s) {
+  FileBytes& u32(std::uint32_t v) { return put(v); }
+  FileBytes& i32(std::int32_t v) { return put(v); }
+  FileBytes& u64(std::uint64_t v) { return put(v); }
+  FileBytes& i64(std::int64_t v) { return put(v); }
+  FileBytes& text(const std::string& s) {
     u64(s.size());
     bytes_ += s;
     return *this;
   }
   template <class T>
-  Bytes& values(const std::vector<T>& v) {
+  FileBytes& values(const std::vector<T>& v) {
     bytes_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
     return *this;
   }
-  Bytes& raw(const std::string& s) {
+  FileBytes& raw(const std::string& s) {
     bytes_ += s;
     return *this;
   }
@@ -61,10 +61,10 @@ class Bytes {
 constexpr std::uint32_t kV1 = 0xF993FAC8, kV2 = 0xF993FAC9, kV3 = 0xF993FACA;
 
 // The list header: magic 0x112, reserved 0, count.
-Bytes header(std::uint64_t count) { return Bytes().u64(0x112).u64(0).u64(count); }
+FileBytes header(std::uint64_t count) { return FileBytes().u64(0x112).u64(0).u64(count); }
 
 // A dense V2 record on cpu(0) from its shape, dtype flag and element bytes.
-Bytes& v2_record(Bytes& b, const std::vector<std::int64_t>& shape, std::int32_t flag, const std::string& data,
+FileBytes& v2_record(FileBytes& b, const std::vector<std::int64_t>& shape, std::int32_t flag, const std::string& data,
                  std::uint32_t magic = kV2) {
   b.u32(magic).i32(0).i32(static_cast<std::int32_t>(shape.size()));
   for (std::int64_t d : shape) b.i64(d);
@@ -84,7 +84,7 @@ std::string raw_bytes(const nd::NDArray& x) {
 
 // The file of MXNet's mx.nd.save('w.nd', {'w': mx.nd.array([[0, 1, 2], [3, 4, 5]])}).
 std::string one_named_array_file() {
-  Bytes b = header(1);
+  FileBytes b = header(1);
   v2_record(b, {2, 3}, 0, bytes_of(std::vector<float>{0, 1, 2, 3, 4, 5}));
   return b.u64(1).text("w").str();
 }
@@ -130,7 +130,7 @@ BOOST_AUTO_TEST_CASE(a_list_has_no_names_and_is_no_dict) {
   const nd::NDArray x = nd::array({1, 2, 3}, mx::cpu(), mx::DType::int32);
   const nd::NDArray y = nd::array({2.5}, mx::cpu(), mx::DType::float64);
   nd::save(path, {x, y});
-  Bytes expected = header(2);
+  FileBytes expected = header(2);
   v2_record(expected, {3}, 4, bytes_of(std::vector<std::int32_t>{1, 2, 3}));
   v2_record(expected, {1}, 1, bytes_of(std::vector<double>{2.5}));
   expected.u64(0);
@@ -295,7 +295,7 @@ BOOST_AUTO_TEST_CASE(zero_dimensional_and_empty_arrays) {
 BOOST_AUTO_TEST_CASE(reads_mxnets_older_records) {
   const TempDir dir;
   const std::string path = dir.file("old.nd");
-  Bytes b = header(7);
+  FileBytes b = header(7);
   // V1 (MXNet 0.9 to 1.0): no storage type; int32 (2, 2), saved on gpu(1).
   b.u32(kV1).i32(2).i64(2).i64(2).i32(2).i32(1).i32(4).values(std::vector<std::int32_t>{-1, 2, -3, 4});
   // Legacy (no magic): u32 ndim 2, u32 extents (2, 3); float64.
@@ -411,7 +411,7 @@ BOOST_AUTO_TEST_CASE(corrupt_files_are_file_errors_naming_path_record_and_fault)
   check("name_length", patched(good.size() - 9, std::uint64_t{1} << 50), {"truncated", "name 0 of 1"});
   check("trailing", good + "xyz", {"3 unexpected bytes after its last name"});
   // Legacy ndim too large for the remaining bytes.
-  Bytes legacy = header(1);
+  FileBytes legacy = header(1);
   legacy.u32(20);
   check("legacy_truncated", legacy.str(), {"truncated", "record 0 of 1", "its extents"});
 }
@@ -426,7 +426,7 @@ BOOST_AUTO_TEST_CASE(dtypes_ndgluon_lacks_are_dtype_errors_naming_file_record_an
   } lacking[] = {{5, "int8", 1}, {7, "bool", 1}, {8, "int16", 2}, {9, "uint16", 2}, {10, "uint32", 4}, {11, "uint64", 8}};
   for (const auto& t : lacking) {
     BOOST_TEST_CONTEXT(t.name) {
-      Bytes b = header(2);
+      FileBytes b = header(2);
       v2_record(b, {3}, 0, bytes_of(std::vector<float>{1, 2, 3}));
       v2_record(b, {2, 2}, t.flag, std::string(4 * t.size, '\0'));
       write_bytes(path, b.u64(2).text("fine").text("half").str());

@@ -18,10 +18,6 @@ using ndg_test::Values;
 
 namespace {
 
-nd::NDArray from(const Values& v, const mx::Shape& shape, mx::Context ctx, DType dtype = DType::float32) {
-  return nd::array(v.data(), DType::float64, shape, ctx, dtype);
-}
-
 // BatchNorm in double over (outer, channels, inner): the output, and the batch mean and biased
 // variance per channel when `batch`, else normalised by the given statistics.
 Values reference_bn(const Values& x, std::int64_t outer, std::int64_t channels, std::int64_t inner, const Values& gamma,
@@ -100,18 +96,18 @@ BOOST_AUTO_TEST_CASE(running_statistics_after_several_steps_and_prediction) {
             want_var[c] = momentum * want_var[c] + (1 - momentum) * batch_var[c];
           }
           auto scope = ag::record();
-          nd::BatchNorm(from(x, {4, 3, 5}, ctx, dt), gamma, beta, mean, var, {.momentum = momentum});
+          nd::BatchNorm(ndg_test::array_of(x, {4, 3, 5}, ctx, dt), gamma, beta, mean, var, {.momentum = momentum});
         }
         check_close(mean, want_mean, 1e-5);
         check_close(var, want_var, 1e-4);
         // Prediction normalises by the running statistics and leaves them alone.
         const Values x = ndg_test::uniform_values(30, 7);
-        const nd::NDArray y = nd::BatchNorm(from(x, {2, 3, 5}, ctx, dt), gamma, beta, mean, var);
+        const nd::NDArray y = nd::BatchNorm(ndg_test::array_of(x, {2, 3, 5}, ctx, dt), gamma, beta, mean, var);
         check_close(y, reference_bn(x, 2, 3, 5, {1, 1, 1}, {0, 0, 0}, 1e-3, false, want_mean, want_var), 1e-4, 1e-5);
         check_close(mean, want_mean, 1e-5);
         // use_global_stats does the same in training.
         auto scope = ag::record();
-        const nd::NDArray yg = nd::BatchNorm(from(x, {2, 3, 5}, ctx, dt), gamma, beta, mean, var,
+        const nd::NDArray yg = nd::BatchNorm(ndg_test::array_of(x, {2, 3, 5}, ctx, dt), gamma, beta, mean, var,
                                              {.use_global_stats = true});
         check_close(yg, reference_bn(x, 2, 3, 5, {1, 1, 1}, {0, 0, 0}, 1e-3, false, want_mean, want_var), 1e-4, 1e-5);
         check_close(var, want_var, 1e-4);
@@ -124,7 +120,7 @@ BOOST_AUTO_TEST_CASE(other_axes_match_the_reference) {
   ndg_test::for_each_context([](mx::Context ctx) {
     const Values x = ndg_test::uniform_values(2 * 3 * 4, 9), gamma{0.5, 2, -1, 3}, beta{1, 0, 2, -1};
     // axis -1 of (2, 3, 4): outer 6, channels 4, inner 1.
-    const nd::NDArray y = nd::BatchNorm(from(x, {2, 3, 4}, ctx), from(gamma, {4}, ctx), from(beta, {4}, ctx),
+    const nd::NDArray y = nd::BatchNorm(ndg_test::array_of(x, {2, 3, 4}, ctx), ndg_test::array_of(gamma, {4}, ctx), ndg_test::array_of(beta, {4}, ctx),
                                         nd::zeros({4}, ctx), nd::ones({4}, ctx),
                                         {.eps = 1e-5, .fix_gamma = false, .use_global_stats = false, .axis = -1});
     // Outside training: the running statistics (0, 1).
@@ -132,7 +128,7 @@ BOOST_AUTO_TEST_CASE(other_axes_match_the_reference) {
     nd::NDArray yt;
     {
       auto scope = ag::train_mode();
-      yt = nd::BatchNorm(from(x, {2, 3, 4}, ctx), from(gamma, {4}, ctx), from(beta, {4}, ctx), nd::zeros({4}, ctx),
+      yt = nd::BatchNorm(ndg_test::array_of(x, {2, 3, 4}, ctx), ndg_test::array_of(gamma, {4}, ctx), ndg_test::array_of(beta, {4}, ctx), nd::zeros({4}, ctx),
                          nd::ones({4}, ctx), {.eps = 1e-5, .fix_gamma = false, .axis = 2});
     }
     check_close(yt, reference_bn(x, 6, 4, 1, gamma, beta, 1e-5, true, Values(4), Values(4)), 1e-4, 1e-5);
@@ -172,17 +168,17 @@ BOOST_AUTO_TEST_CASE(gradients_match_finite_differences) {
       const Values gx = numeric(0), gg = fix_gamma ? Values{0, 0} : numeric(1), gb = numeric(2);
       ndg_test::for_each_context([&](mx::Context ctx) {
         BOOST_TEST_CONTEXT((training ? "training" : "prediction") << (fix_gamma ? ", fix_gamma" : "")) {
-          nd::NDArray x = from(x0, {outer, channels, inner}, ctx, DType::float64);
-          nd::NDArray g = from(g0, {2}, ctx, DType::float64), b = from(b0, {2}, ctx, DType::float64);
+          nd::NDArray x = ndg_test::array_of(x0, {outer, channels, inner}, ctx, DType::float64);
+          nd::NDArray g = ndg_test::array_of(g0, {2}, ctx, DType::float64), b = ndg_test::array_of(b0, {2}, ctx, DType::float64);
           x.attach_grad();
           g.attach_grad();
           b.attach_grad();
           {
             auto scope = ag::record(training);
-            const nd::NDArray y = nd::BatchNorm(x, g, b, from(run_mean, {2}, ctx, DType::float64),
-                                                from(run_var, {2}, ctx, DType::float64),
+            const nd::NDArray y = nd::BatchNorm(x, g, b, ndg_test::array_of(run_mean, {2}, ctx, DType::float64),
+                                                ndg_test::array_of(run_var, {2}, ctx, DType::float64),
                                                 {.eps = eps, .fix_gamma = fix_gamma});
-            (y * from(r, y.shape(), ctx, DType::float64)).sum().backward();
+            (y * ndg_test::array_of(r, y.shape(), ctx, DType::float64)).sum().backward();
           }
           check_close(x.grad(), gx, 1e-6, 1e-8);
           check_close(g.grad(), gg, 1e-6, 1e-8);
@@ -200,7 +196,7 @@ BOOST_AUTO_TEST_CASE(large_channels_match_the_cpu) {
   for (mx::Context ctx : ndg_test::all_contexts()) {
     BOOST_TEST_CONTEXT(ctx.str()) {
       nd::NDArray mean = nd::zeros({8}, ctx), var = nd::ones({8}, ctx);
-      nd::NDArray xa = from(x, {16, 8, 1000}, ctx);
+      nd::NDArray xa = ndg_test::array_of(x, {16, 8, 1000}, ctx);
       xa.attach_grad();
       nd::NDArray y;
       {

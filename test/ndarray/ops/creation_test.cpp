@@ -24,7 +24,6 @@ using ndg_test::values;
 
 namespace {
 
-std::string name(DType dt) { return mx::dtype_name(dt); }
 
 }  // namespace
 
@@ -129,7 +128,7 @@ BOOST_AUTO_TEST_CASE(zeros_ones_full_in_every_dtype) {
         BOOST_TEST(o.shape() == (mx::Shape{4}));
         BOOST_TEST(f.shape() == (mx::Shape{3, 1, 2}));
         for (const nd::NDArray* x : {&z, &o, &f}) {
-          BOOST_TEST(dtype_of(*x) == name(dt));
+          BOOST_TEST(dtype_of(*x) == mx::dtype_name(dt));
           BOOST_TEST(x->context() == ctx);
         }
         BOOST_TEST(values(z) == Values(6, 0.0), tt::per_element());
@@ -170,7 +169,7 @@ BOOST_AUTO_TEST_CASE(empty_has_shape_dtype_and_context) {
     for (const DType dt : kAllDTypes) {
       const nd::NDArray x = nd::empty({3, 4}, ctx, dt);
       BOOST_TEST(x.shape() == (mx::Shape{3, 4}));
-      BOOST_TEST(dtype_of(x) == name(dt));
+      BOOST_TEST(dtype_of(x) == mx::dtype_name(dt));
       BOOST_TEST(x.context() == ctx);
       BOOST_TEST(!x.is_none());
     }
@@ -282,7 +281,7 @@ BOOST_AUTO_TEST_CASE(astype_between_every_pair_of_dtypes) {
         BOOST_TEST_CONTEXT(mx::dtype_name(from) << " -> " << mx::dtype_name(to)) {
           const nd::NDArray x = nd::array(source, {2, 3}, ctx, from);
           const nd::NDArray y = x.astype(to);
-          BOOST_TEST(dtype_of(y) == name(to));
+          BOOST_TEST(dtype_of(y) == mx::dtype_name(to));
           BOOST_TEST(y.shape() == (mx::Shape{2, 3}));
           BOOST_TEST(y.context() == ctx);
           BOOST_TEST(!y.is(x));

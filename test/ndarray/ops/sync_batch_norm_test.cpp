@@ -23,10 +23,6 @@ using ndg_test::Values;
 
 namespace {
 
-nd::NDArray from(const Values& v, const mx::Shape& shape, mx::Context ctx, DType dtype) {
-  return nd::array(v.data(), DType::float64, shape, ctx, dtype);
-}
-
 struct Step {
   nd::NDArray y, dx, dgamma, dbeta;
 };
@@ -57,9 +53,9 @@ BOOST_AUTO_TEST_CASE(one_device_is_batch_norm_on_axis_1) {
   for (const DType dtype : {DType::float32, DType::float64}) {
     ndg_test::for_each_context([&](mx::Context ctx) {
       BOOST_TEST_CONTEXT(mx::dtype_name(dtype)) {
-        const auto param = [&](const Values& v) { return from(v, {3}, ctx, dtype); };
+        const auto param = [&](const Values& v) { return ndg_test::array_of(v, {3}, ctx, dtype); };
         nd::NDArray sync_mean = param(mean0), sync_var = param(var0), bn_mean = param(mean0), bn_var = param(var0);
-        const nd::NDArray xs = from(x, {4, 3, 5}, ctx, dtype), rs = from(r, {4, 3, 5}, ctx, dtype);
+        const nd::NDArray xs = ndg_test::array_of(x, {4, 3, 5}, ctx, dtype), rs = ndg_test::array_of(r, {4, 3, 5}, ctx, dtype);
         const Step sync = train_step(
             [&](const nd::NDArray& a, const nd::NDArray& g, const nd::NDArray& b) {
               return nd::contrib::SyncBatchNorm(a, g, b, sync_mean, sync_var,
@@ -98,11 +94,11 @@ BOOST_AUTO_TEST_CASE(slices_over_the_gpus_give_the_whole_batch, *boost::unit_tes
   const mx::Shape shape{batch, channels, 2, 2};
   const Values gamma{1.5, -0.5, 2}, beta{0.1, 0.2, -0.3}, mean0{0.2, -0.1, 0}, var0{1.2, 0.7, 1};
   const mx::Context cpu = mx::cpu();
-  nd::NDArray ref_mean = from(mean0, {3}, cpu, DType::float64), ref_var = from(var0, {3}, cpu, DType::float64);
+  nd::NDArray ref_mean = ndg_test::array_of(mean0, {3}, cpu, DType::float64), ref_var = ndg_test::array_of(var0, {3}, cpu, DType::float64);
   std::vector<nd::NDArray> means, vars;
   for (int k = 0; k < n; ++k) {
-    means.push_back(from(mean0, {3}, mx::gpu(k), DType::float64));
-    vars.push_back(from(var0, {3}, mx::gpu(k), DType::float64));
+    means.push_back(ndg_test::array_of(mean0, {3}, mx::gpu(k), DType::float64));
+    vars.push_back(ndg_test::array_of(var0, {3}, mx::gpu(k), DType::float64));
   }
   const nd::BatchNormOptions bn_options{.eps = 1e-5, .momentum = 0.9, .fix_gamma = false};
   const nd::contrib::SyncBatchNormOptions sync_options{.eps = 1e-5, .momentum = 0.9, .fix_gamma = false, .ndev = n,
@@ -116,10 +112,10 @@ BOOST_AUTO_TEST_CASE(slices_over_the_gpus_give_the_whole_batch, *boost::unit_tes
           [&](const nd::NDArray& a, const nd::NDArray& g, const nd::NDArray& b) {
             return nd::BatchNorm(a, g, b, ref_mean, ref_var, bn_options);
           },
-          from(x, shape, cpu, DType::float64), from(r, shape, cpu, DType::float64), from(gamma, {3}, cpu, DType::float64),
-          from(beta, {3}, cpu, DType::float64));
+          ndg_test::array_of(x, shape, cpu, DType::float64), ndg_test::array_of(r, shape, cpu, DType::float64), ndg_test::array_of(gamma, {3}, cpu, DType::float64),
+          ndg_test::array_of(beta, {3}, cpu, DType::float64));
       // Slice k of the batch on gpu(k): forward on each GPU in turn, then backward on each.
-      const nd::NDArray xa = from(x, shape, cpu, DType::float64), ra = from(r, shape, cpu, DType::float64);
+      const nd::NDArray xa = ndg_test::array_of(x, shape, cpu, DType::float64), ra = ndg_test::array_of(r, shape, cpu, DType::float64);
       std::vector<nd::NDArray> xs, ys, heads, gammas, betas;
       std::int64_t begin = 0;
       {
@@ -128,8 +124,8 @@ BOOST_AUTO_TEST_CASE(slices_over_the_gpus_give_the_whole_batch, *boost::unit_tes
           const std::int64_t end = begin + (batch - begin + (n - k) - 1) / (n - k);
           const mx::Context ctx = mx::gpu(k);
           xs.push_back(nd::slice_axis(xa, 0, begin, end).copyto(ctx));
-          gammas.push_back(from(gamma, {3}, ctx, DType::float64));
-          betas.push_back(from(beta, {3}, ctx, DType::float64));
+          gammas.push_back(ndg_test::array_of(gamma, {3}, ctx, DType::float64));
+          betas.push_back(ndg_test::array_of(beta, {3}, ctx, DType::float64));
           for (nd::NDArray* a : {&xs.back(), &gammas.back(), &betas.back()}) a->attach_grad();
           ys.push_back(nd::contrib::SyncBatchNorm(xs.back(), gammas.back(), betas.back(), means[k], vars[k], sync_options) *
                        nd::slice_axis(ra, 0, begin, end).copyto(ctx));
