@@ -10,6 +10,7 @@
 // packs (Note [LayerNorm rows in registers]).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #include "cuda/launch.hpp"
@@ -168,6 +169,28 @@ __device__ __forceinline__ void load_row(const T* row, RowLayout r, int t, A (&v
   }
 }
 
+// Elements p·E .. p·E + E - 1 of a parameter row (gamma, beta) as A, E = Pack<T>::size: in 16-byte
+// loads where P is at least as wide as T and the row is aligned (a parameter's own storage is),
+// else one element at a time. Per element, they were a third of the row kernels' loads.
+template <class A, class T, class P>
+__device__ __forceinline__ void load_params(const P* param, int p, A (&out)[cuda::Pack<T>::size]) {
+  constexpr int E = cuda::Pack<T>::size, PE = cuda::Pack<P>::size;
+  if constexpr (E % PE == 0) {
+    if (reinterpret_cast<std::uintptr_t>(param) % 16 == 0) {
+      const auto* packs = reinterpret_cast<const cuda::Pack<P>*>(param + std::int64_t{p} * E);
+#pragma unroll
+      for (int k = 0; k < E / PE; ++k) {
+        const cuda::Pack<P> pk = packs[k];
+#pragma unroll
+        for (int e = 0; e < PE; ++e) out[k * PE + e] = A(pk.v[e]);
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < E; ++e) out[e] = A(param[std::int64_t{p} * E + e]);
+}
+
 template <class T, class P, int V>
 __global__ void layer_norm_forward_packed(const T* x, const P* gamma, const P* beta, T* y, ComputeType<T>* mean,
                                           ComputeType<T>* stdev, std::int64_t rows, RowLayout r, double eps) {
@@ -204,12 +227,12 @@ __global__ void layer_norm_forward_packed(const T* x, const P* gamma, const P* b
     for (int j = 0; j < V; ++j) {
       const int p = t + j * r.tpr;
       if (p >= r.packs) continue;
+      A scale[E], shift[E];
+      load_params<A, T>(gamma, p, scale);
+      load_params<A, T>(beta, p, shift);
       Pk out;
 #pragma unroll
-      for (int e = 0; e < E; ++e) {
-        const int c = p * E + e;
-        out.v[e] = static_cast<T>((v[j][e] - m) * rstd * A(gamma[c]) + A(beta[c]));
-      }
+      for (int e = 0; e < E; ++e) out.v[e] = static_cast<T>((v[j][e] - m) * rstd * scale[e] + shift[e]);
       reinterpret_cast<Pk*>(y + row * r.M)[p] = out;
     }
   }
@@ -240,12 +263,14 @@ __global__ void layer_norm_backward_packed(const T* dy, const T* x, const P* gam
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       const int p = lane + j * r.tpr;
+      A scale[E] = {};  // zeros past the row's end
+      if (p < r.packs) load_params<A, T>(gamma, p, scale);
 #pragma unroll
       for (int e = 0; e < E; ++e) {
         xhat[j][e] = (xhat[j][e] - m) * rstd;
         dgamma[j][e] += g[j][e] * xhat[j][e];
         dbeta[j][e] += g[j][e];
-        g[j][e] *= p < r.packs ? A(gamma[p * E + e]) : A(0);  // a = dy·gamma
+        g[j][e] *= scale[e];  // a = dy·gamma
         sum_a += g[j][e];
         sum_a_xhat += g[j][e] * xhat[j][e];
       }

@@ -366,7 +366,7 @@ namespace mx::nd {
 NDArray binary(BinaryOp op, const NDArray& a, const NDArray& b) {
   check_not_none(op_name(op), a);
   check_not_none(op_name(op), b);
-  return op::invoke1(op::binary_op(op), {a, b});
+  return op::invoke1(op::binary_op(op), a, b);
 }
 
 NDArray binary(BinaryOp op, const NDArray& a, double scalar) {

@@ -158,13 +158,20 @@ const OpDef& backward_def() {
   return def;
 }
 
-// The data's, gamma's and beta's gradients from out's; gradients reaching mean and std (under
-// output_mean_var) are not propagated, as in MXNet.
+// The data's, gamma's and beta's gradients from out's, each into the variable's own gradient
+// buffer where backward offers it (op::gradient_into: no copy of dx into x.grad() after the op);
+// gradients reaching mean and std (under output_mean_var) are not propagated, as in MXNet.
 template <NormKind kind>
 std::vector<NDArray> norm_gradient(const Invocation& inv, const std::vector<NDArray>& g) {
   if (g[0].is_none()) return {NDArray(), NDArray(), NDArray()};
-  return invoke(backward_def<kind>(), {g[0], inv.inputs[0], inv.inputs[1], inv.outputs[1], inv.outputs[2]},
-                inv.params);
+  std::vector<NDArray> grads;
+  {
+    const OutputReuse reuse({gradient_target(inv, 0), gradient_target(inv, 1), gradient_target(inv, 2)});
+    grads = invoke(backward_def<kind>(), {g[0], inv.inputs[0], inv.inputs[1], inv.outputs[1], inv.outputs[2]},
+                   inv.params);
+  }
+  for (std::size_t i = 0; i < grads.size(); ++i) gradient_written(inv, i, grads[i]);
+  return grads;
 }
 
 template <NormKind kind>

@@ -498,6 +498,13 @@ nd::NDArray invoke1(const OpDef& op, std::initializer_list<nd::NDArray> inputs, 
   return invoke1(op, std::move(v), params);
 }
 
+nd::NDArray invoke1(const OpDef& op, const nd::NDArray& a, const nd::NDArray& b, const Params& params) {
+  std::vector<nd::NDArray> v = take_vector();
+  v.push_back(a);
+  v.push_back(b);
+  return invoke1(op, std::move(v), params);
+}
+
 void invoke_into(const OpDef& op, std::vector<nd::NDArray> inputs, std::vector<nd::NDArray> outputs,
                  const Params& params) {
   const profiler::Range range(op.name);

@@ -199,6 +199,9 @@ nd::NDArray invoke1(const OpDef& op, std::vector<nd::NDArray> inputs, const Para
 // inputs go into a vector the thread keeps for reuse, not a new one (Note [reused invocation vectors]).
 std::vector<nd::NDArray> invoke(const OpDef& op, std::initializer_list<nd::NDArray> inputs, const Params& params = {});
 nd::NDArray invoke1(const OpDef& op, std::initializer_list<nd::NDArray> inputs, const Params& params = {});
+// Two inputs (the binary ops): each copied once into the reused vector, where a braced list's
+// elements are copies that are copied again.
+nd::NDArray invoke1(const OpDef& op, const nd::NDArray& a, const nd::NDArray& b, const Params& params = {});
 // Runs op writing into existing outputs (in-place updates such as sgd_update, or out=): their
 // shapes and dtypes must be those inference gives. An op without inputs (fill, arange, random
 // draws) runs on its outputs' context.

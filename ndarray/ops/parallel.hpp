@@ -34,8 +34,8 @@ inline int threads_for(std::int64_t work) {
 // Each loop is compiled once, in a function of its own over a range of iterations [begin, end):
 // the inline path runs it over everything, each thread of the team over its static share. Were
 // the loop written out in both places (a plain loop and an `omp parallel for`), every op's body
-// would be optimised and vectorised twice: the CPU kernels' instantiations (ops x dtypes) are
-// most of the library's compile time.
+// would be optimised and vectorised twice, for each of the CPU kernels' instantiations (ops x
+// dtypes): elementwise.cpp took a fifth longer to compile at -O3 so.
 template <class Body>
 [[gnu::noinline]] void serial_range(std::int64_t begin, std::int64_t end, Body& body) {
   for (std::int64_t i = begin; i < end; ++i) body(i);
