@@ -108,11 +108,12 @@ __global__ void norm_param_grads(const T* dy, const T* x, const ComputeType<T>* 
 // A row of M elements, M a multiple of a 16-byte pack's E elements, is read once: `tpr` threads
 // (32 to 256, a power of two) share it, each holding V packs (packs t, t + tpr, ...) in registers,
 // and a block of kThreads holds kThreads / tpr rows. Mean, variance and the backward's two sums
-// are row sums over warp shuffles, then over the row's warps through shared memory. The backward
-// also sums dy·x̂ and dy per column over the rows a block runs (grid-stride: the block's threads
-// keep their columns), the block's rows are then summed through shared memory into one partial
-// row per block, and a second kernel sums the blocks' partial rows per column: two fixed-order
-// stages, so the parameter gradients are the same bits every run.
+// are row sums over warp shuffles, then over the row's warps through shared memory. The
+// parameters' gradients (dy·x̂ and dy summed per column) read dy and x once more in a kernel of
+// their own, each block a tile of 32 packs of columns over a chunk of rows, into one partial row
+// per chunk; a last kernel sums the chunks' partial rows per column. Two fixed-order stages, so
+// the parameter gradients are the same bits every run; and the dx kernel keeps no column sums in
+// registers beside its row (with them, one block of 256 threads per SM: 1.3 TB/s).
 struct RowLayout {
   int M = 0, packs = 0, tpr = 32, packs_per_thread = 0;  // packs_per_thread: V, 1, 2, 4 or 8
 };
@@ -238,41 +239,54 @@ __global__ void layer_norm_forward_packed(const T* x, const P* gamma, const P* b
   }
 }
 
-// dx per row; each block's column sums of dy·x̂ and dy into partial[blockIdx.x] and
-// partial[gridDim.x + blockIdx.x] (rows of M).
+// Packs t, t + tpr, ... of a row as stored (16 bytes each, converted where used: half the
+// registers of load_row's values); zero packs past the row's end.
+template <class T, int V>
+__device__ __forceinline__ void load_packs(const T* row, RowLayout r, int t, cuda::Pack<T> (&v)[V]) {
+  using Pk = cuda::Pack<T>;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const int p = t + j * r.tpr;
+    if (p < r.packs) {
+      v[j] = reinterpret_cast<const Pk*>(row)[p];
+    } else {
+#pragma unroll
+      for (int e = 0; e < Pk::size; ++e) v[j].v[e] = T(0);
+    }
+  }
+}
+
+// dx per row (the parameters' gradients are layer_norm_param_columns'). dy and x stay packed in
+// registers; a = dy·gamma and x̂ are formed again for the output. Three blocks per SM for up to
+// 4 packs per thread (80 registers; unbounded, the compiler keeps both rows as floats: 126).
 template <class T, class P, int V>
-__global__ void layer_norm_backward_packed(const T* dy, const T* x, const P* gamma, const ComputeType<T>* mean,
-                                           const ComputeType<T>* stdev, T* dx, ComputeType<T>* partial,
-                                           std::int64_t rows, RowLayout r) {
+__global__ void __launch_bounds__(cuda::kThreads, V <= 4 ? 3 : 1) layer_norm_backward_packed(const T* dy, const T* x, const P* gamma, const ComputeType<T>* mean,
+                                           const ComputeType<T>* stdev, T* dx, std::int64_t rows, RowLayout r) {
   using A = ComputeType<T>;
   using Pk = cuda::Pack<T>;
   constexpr int E = Pk::size;
   __shared__ A slots[cuda::kThreads / 32];
-  __shared__ A columns[cuda::kThreads * E];
   const int per_block = cuda::kThreads / r.tpr, t = static_cast<int>(threadIdx.x) % r.tpr;
-  A dgamma[V][E] = {}, dbeta[V][E] = {};
   for (std::int64_t first = std::int64_t{blockIdx.x} * per_block; first < rows; first += std::int64_t{gridDim.x} * per_block) {
     const std::int64_t row = first + static_cast<int>(threadIdx.x) / r.tpr;
     const bool live = row < rows;
     const int lane = live ? t : r.packs;  // a thread past the last row reads nothing
-    A g[V][E], xhat[V][E];
-    load_row<A>(dy + (live ? row : 0) * r.M, r, lane, g);
-    load_row<A>(x + (live ? row : 0) * r.M, r, lane, xhat);
+    Pk g[V], v[V];
+    load_packs(dy + (live ? row : 0) * r.M, r, lane, g);
+    load_packs(x + (live ? row : 0) * r.M, r, lane, v);
     const A m = live ? A(mean[row]) : A(0), rstd = live ? A(1) / A(stdev[row]) : A(0);
     A sum_a = 0, sum_a_xhat = 0;
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       const int p = lane + j * r.tpr;
-      A scale[E] = {};  // zeros past the row's end
-      if (p < r.packs) load_params<A, T>(gamma, p, scale);
+      if (p >= r.packs) continue;
+      A scale[E];
+      load_params<A, T>(gamma, p, scale);
 #pragma unroll
       for (int e = 0; e < E; ++e) {
-        xhat[j][e] = (xhat[j][e] - m) * rstd;
-        dgamma[j][e] += g[j][e] * xhat[j][e];
-        dbeta[j][e] += g[j][e];
-        g[j][e] *= scale[e];  // a = dy·gamma
-        sum_a += g[j][e];
-        sum_a_xhat += g[j][e] * xhat[j][e];
+        const A a = A(g[j].v[e]) * scale[e];
+        sum_a += a;
+        sum_a_xhat += a * ((A(v[j].v[e]) - m) * rstd);
       }
     }
     const A mean_a = row_sum(sum_a, r.tpr, slots) / A(r.M), mean_a_xhat = row_sum(sum_a_xhat, r.tpr, slots) / A(r.M);
@@ -281,32 +295,62 @@ __global__ void layer_norm_backward_packed(const T* dy, const T* x, const P* gam
     for (int j = 0; j < V; ++j) {
       const int p = t + j * r.tpr;
       if (p >= r.packs) continue;
+      A scale[E];
+      load_params<A, T>(gamma, p, scale);
       Pk out;
 #pragma unroll
-      for (int e = 0; e < E; ++e) out.v[e] = static_cast<T>((g[j][e] - mean_a - xhat[j][e] * mean_a_xhat) * rstd);
+      for (int e = 0; e < E; ++e) {
+        const A a = A(g[j].v[e]) * scale[e], xhat = (A(v[j].v[e]) - m) * rstd;
+        out.v[e] = static_cast<T>((a - mean_a - xhat * mean_a_xhat) * rstd);
+      }
       reinterpret_cast<Pk*>(dx + row * r.M)[p] = out;
     }
   }
-  // The block's rows summed per column, pack by pack: thread (row i, t) puts its pack j in
-  // columns[i][t], and the threads of row 0 add the block's rows.
-  const int in_block = static_cast<int>(threadIdx.x) / r.tpr;
-  for (int which = 0; which < 2; ++which) {
-    A* out = partial + (std::int64_t{which} * gridDim.x + blockIdx.x) * r.M;
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      __syncthreads();
-#pragma unroll
-      for (int e = 0; e < E; ++e) columns[threadIdx.x * E + e] = which == 0 ? dgamma[j][e] : dbeta[j][e];
-      __syncthreads();
-      const int p = t + j * r.tpr;
-      if (in_block != 0 || p >= r.packs) continue;
+}
+
+// The first stage of the parameters' gradients: block (tile, chunk) sums dy·x̂ and dy over rows
+// [chunk·span, (chunk + 1)·span) for the 32 packs of columns of its tile, each warp every 8th row
+// of the chunk, then the 8 warps' sums in order, into partial[chunk] and partial[chunks + chunk]
+// (rows of M). Apart from dx's kernel, which then holds only its row (no column sums in
+// registers beside it: 2 to 3 times the blocks per SM).
+template <class T>
+__global__ void layer_norm_param_columns(const T* dy, const T* x, const ComputeType<T>* mean,
+                                         const ComputeType<T>* stdev, ComputeType<T>* partial, std::int64_t rows,
+                                         std::int64_t span, RowLayout r) {
+  using A = ComputeType<T>;
+  using Pk = cuda::Pack<T>;
+  constexpr int E = Pk::size;
+  __shared__ A sums[2][8][32 * E];
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  const int p = static_cast<int>(blockIdx.x) * 32 + lane;
+  const std::int64_t begin = std::int64_t{blockIdx.y} * span, end = std::min(rows, begin + span);
+  A dgamma[E] = {}, dbeta[E] = {};
+  if (p < r.packs) {
+    for (std::int64_t row = begin + warp; row < end; row += 8) {
+      const Pk g = reinterpret_cast<const Pk*>(dy + row * r.M)[p];
+      const Pk v = reinterpret_cast<const Pk*>(x + row * r.M)[p];
+      const A m = A(mean[row]), rstd = A(1) / A(stdev[row]);
 #pragma unroll
       for (int e = 0; e < E; ++e) {
-        A sum = 0;
-        for (int i = 0; i < per_block; ++i) sum += columns[(i * r.tpr + t) * E + e];
-        out[p * E + e] = sum;
+        dgamma[e] += A(g.v[e]) * ((A(v.v[e]) - m) * rstd);
+        dbeta[e] += A(g.v[e]);
       }
     }
+  }
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    sums[0][warp][lane * E + e] = dgamma[e];
+    sums[1][warp][lane * E + e] = dbeta[e];
+  }
+  __syncthreads();
+  // The 2 x 32·E columns' sums over the warps: thread k adds entries k, k + 256, ...
+  for (int k = static_cast<int>(threadIdx.x); k < 2 * 32 * E; k += cuda::kThreads) {
+    const int which = k / (32 * E), c = k % (32 * E);
+    const std::int64_t column = std::int64_t{blockIdx.x} * 32 * E + c;
+    if (column >= r.M) continue;
+    A total = 0;
+    for (int w = 0; w < 8; ++w) total += sums[which][w][c];
+    partial[(std::int64_t{which} * gridDim.y + blockIdx.y) * r.M + column] = total;
   }
 }
 
@@ -394,16 +438,23 @@ void norm_backward(const ExecContext& ec, const Invocation& inv) {
     const RowLayout r = last_axis_rows(s) && aligned ? row_layout<T>(s.lines.length, a.x, a.dx) : RowLayout{};
     if (r.packs_per_thread > 0) {
       using A = ComputeType<T>;
-      // Two blocks per multiprocessor: enough rows per block that the partial rows stay a small
-      // part of the traffic, enough blocks to fill the GPU.
-      const unsigned blocks = row_blocks(s.lines.outer, r, 2 * std::max(ec.multiprocessors, 1));
-      const Workspace partial(ec, std::size_t{2} * blocks * static_cast<std::size_t>(r.M) * sizeof(A));
+      const std::int64_t rows = s.lines.outer;
       with_packs_per_thread(r, [&](auto v) {
-        cuda::launch(cuda::stream_of(ec), inv.op->name, dim3(blocks), &layer_norm_backward_packed<T, P, decltype(v)::value>, a.dy,
-                     a.x, a.gamma, a.mean, a.stdev, a.dx, partial.as<A>(), s.lines.outer, r);
+        cuda::launch(cuda::stream_of(ec), inv.op->name, dim3(row_blocks(rows, r, std::int64_t{1} << 20)),
+                     &layer_norm_backward_packed<T, P, decltype(v)::value>, a.dy, a.x, a.gamma, a.mean, a.stdev, a.dx,
+                     rows, r);
       });
+      // The parameters' gradients in two fixed-order stages: about four blocks per SM of
+      // (32-pack tile, chunk of rows), then the chunks' partial rows summed per column.
+      const std::int64_t tiles = (r.packs + 31) / 32;
+      const std::int64_t chunks =
+          std::clamp<std::int64_t>(4 * std::max(ec.multiprocessors, 1) / tiles, 1, std::max<std::int64_t>(1, rows / 8));
+      const std::int64_t span = (rows + chunks - 1) / chunks;
+      const Workspace partial(ec, std::size_t{2} * static_cast<std::size_t>(chunks) * static_cast<std::size_t>(r.M) * sizeof(A));
+      cuda::launch(cuda::stream_of(ec), inv.op->name, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks)),
+                   &layer_norm_param_columns<T>, a.dy, a.x, a.mean, a.stdev, partial.as<A>(), rows, span, r);
       cuda::launch(cuda::stream_of(ec), inv.op->name, dim3((r.M + 31) / 32), &layer_norm_param_sums<A, P>,
-                   partial.as<A>(), static_cast<int>(blocks), r.M, a.dgamma, a.dbeta);
+                   partial.as<A>(), static_cast<int>(chunks), r.M, a.dgamma, a.dbeta);
       return;
     }
     if (s.lines.inner == 1) {
