@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -83,16 +82,20 @@ inline cudaStream_t stream_of(const op::ExecContext& ec) { return static_cast<cu
 // mx::DeviceError naming op. For kernels with their own grid (a block per row).
 // Through cudaLaunchKernel, whose status is the launch's: the <<<>>> form pushes and pops a
 // configuration around the same call and needs cudaGetLastError after it, together 3% of a tiny
-// op's host instructions (callgrind of bench/ndarray_bench's dispatch chain).
+// op's host instructions (callgrind of bench/ndarray_bench's dispatch chain). The arguments are
+// converted to the kernel's parameter types on the way in (as a call would), and launch_values
+// hands the driver their addresses. (A std::tuple of them, unpacked by std::apply, compiled
+// twice as slowly: every kernel's launch instantiates it.)
+template <class... Values>
+void launch_values(cudaStream_t stream, const char* op, dim3 grid, const void* kernel, Values... values) {
+  void* pointers[] = {static_cast<void*>(&values)..., nullptr};
+  check_launch(op, cudaLaunchKernel(kernel, grid, dim3(kThreads), pointers, 0, stream));
+}
+
 template <class... Params, class... Args>
 void launch(cudaStream_t stream, const char* op, dim3 grid, void (*kernel)(Params...), Args&&... args) {
-  std::tuple<std::decay_t<Params>...> values(std::forward<Args>(args)...);  // converted as a call would
-  std::apply(
-      [&](auto&... value) {
-        void* pointers[] = {static_cast<void*>(&value)..., nullptr};
-        check_launch(op, cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, dim3(kThreads), pointers, 0, stream));
-      },
-      values);
+  launch_values<std::decay_t<Params>...>(stream, op, grid, reinterpret_cast<const void*>(kernel),
+                                         std::forward<Args>(args)...);
 }
 
 // A grid-stride kernel over `work` items: nothing for no work.
